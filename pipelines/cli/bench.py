@@ -1,0 +1,54 @@
+"""`h3 bench [--scenario NAME ...] [--out DIR] [--quick]`: the benchmark suite.
+
+Each scenario is a function `run(out_dir: Path, quick: bool) -> dict` in its own module; it
+compares its variants side by side in one run (the machine is shared and noisy: read ratios),
+writes its PNG plots into out_dir and returns its JSON report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import time
+from pathlib import Path
+
+from pipelines.cli.output import CliError, emit, log
+
+# scenario name -> "module:function"
+SCENARIOS: dict[str, str] = {
+    "ingest": "pipelines.bench.ingest:run",
+    "needle": "h3_runtime.bench.needle:run_needle",
+    "scale": "h3_runtime.bench.needle:run_scale",
+}
+DEFAULT_SCENARIOS = ["ingest", "needle"]
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", help="run the benchmark suite (JSON report + PNG plots)")
+    p.add_argument("--scenario", action="append", choices=sorted(SCENARIOS),
+                   help="scenario to run (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
+    p.add_argument("--out", default="bench-results", help="folder for report.json and plots")
+    p.add_argument("--quick", action="store_true", help="a small version, for CI")
+    p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create --out {out}: {exc.strerror or exc}") from exc
+    report: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "quick": args.quick, "scenarios": {}}
+    for name in args.scenario or DEFAULT_SCENARIOS:
+        module_name, func_name = SCENARIOS[name].split(":")
+        log(f"bench: scenario {name} ...")
+        t0 = time.perf_counter()
+        result = getattr(importlib.import_module(module_name), func_name)(out, args.quick)
+        result["wall_s"] = round(time.perf_counter() - t0, 2)
+        report["scenarios"][name] = result
+        (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
+    (out / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    emit(report, args.json, human=json.dumps(report, indent=2, default=str))
+    log(f"bench: report written to {out / 'report.json'}")
+    return 0

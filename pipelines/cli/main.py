@@ -1,0 +1,62 @@
+"""The `h3` command line. Each subcommand lives in its own module with `add_parser` and `run`;
+this file only assembles them, and imports a module only when its command runs (fast start)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from pipelines.cli.output import CliError
+
+# command name -> module that implements it (each has add_parser(subparsers) and run(args) -> int)
+COMMANDS: dict[str, str] = {
+    "index-build": "pipelines.cli.index_build",
+    "recall": "pipelines.cli.recall",
+    "stats": "pipelines.cli.stats",
+    "ask": "pipelines.cli.ask",
+    "monitor": "pipelines.cli.runtime_tools",
+    "corruption-test": "pipelines.cli.runtime_tools",
+    "bandwidth-test": "pipelines.cli.runtime_tools",
+    "bench": "pipelines.cli.bench",
+}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="h3", description="H³: long-document ingestion, recall and tiered-KV inference")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    seen: set[str] = set()
+    for name, module_name in COMMANDS.items():
+        if only is not None and name != only:
+            sub.add_parser(name)  # listed in --help without importing its module
+            continue
+        if module_name in seen:
+            continue
+        seen.add(module_name)
+        importlib.import_module(module_name).add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # The offline rule holds for every command: never reach for a model hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(only=command if command in COMMANDS else None)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(COMMANDS[args.command])
+    try:
+        return int(module.run(args) or 0)
+    except CliError as exc:
+        print(f"h3 {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"h3 {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
