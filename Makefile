@@ -11,13 +11,16 @@ export TOKENIZERS_PARALLELISM := false
 export DAGSTER_HOME := $(H3_HOME)/dagster
 
 APT_PACKAGES := tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng
+# Debian's browser for the UI test (tests/ui), driven by Playwright; never `playwright install`.
+APT_PACKAGES += chromium chromium-driver
 
 .PHONY: install demo test test-fast ui bench lint clean
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
-	@if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -q chi_sim; then \
+	@if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -q chi_sim \
+	    || ! command -v chromium >/dev/null; then \
 	  echo "installing apt packages: $(APT_PACKAGES)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
@@ -30,7 +33,7 @@ $(STAMP): pyproject.toml Makefile
 
 demo: install
 	$(VENV)/bin/h3 index-build --path tests/fixtures/sample_corpus
-	$(VENV)/bin/h3 recall "What was the total revenue in 2023?" "Show me the table of quarterly results" --k 3
+	$(VENV)/bin/h3 recall "What was the total revenue in 2023?" "Show me the table of quarterly results" "corrosion found on pier seven" "how to dilute a stock solution" --k 3
 	$(VENV)/bin/h3 stats
 	@echo
 	@echo "Open the Dagster UI on this store with: make ui   (then http://127.0.0.1:3000)"

@@ -18,8 +18,13 @@ from pipelines.cli.output import CliError, emit, log
 # scenario name -> "module:function"
 SCENARIOS: dict[str, str] = {
     "ingest": "pipelines.bench.ingest:run",
+    "structure": "pipelines.bench.structure:run",
+    "relation": "pipelines.bench.relation:run",
     "needle": "h3_runtime.bench.needle:run_needle",
     "scale": "h3_runtime.bench.needle:run_scale",
+    "docs": "pipelines.bench.seed:run_docs",
+    "code": "pipelines.bench.seed:run_code",
+    "multihop": "pipelines.bench.seed:run_multihop",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 

@@ -4,11 +4,15 @@ this file only assembles them, and imports a module only when its command runs (
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
 
+from h3_runtime.home import H3HomeError
 from pipelines.cli.output import CliError
+
+STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EFBIG}
 
 # command name -> module that implements it (each has add_parser(subparsers) and run(args) -> int)
 COMMANDS: dict[str, str] = {
@@ -29,7 +33,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     seen: set[str] = set()
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
-            sub.add_parser(name)  # listed in --help without importing its module
+            if name not in sub.choices:  # a module may register several commands (runtime_tools)
+                sub.add_parser(name)  # listed in --help without importing its module
             continue
         if module_name in seen:
             continue
@@ -50,8 +55,15 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command])
     try:
         return int(module.run(args) or 0)
-    except CliError as exc:
+    except (CliError, H3HomeError) as exc:
         print(f"h3 {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a full or read-only disk under H3_HOME: say so, no traceback
+        if exc.errno not in STORAGE_ERRNOS:
+            raise
+        print(f"h3 {args.command}: cannot write {exc.filename or 'under H3_HOME'}: "
+              f"{exc.strerror or exc} (H3_HOME={os.environ.get('H3_HOME') or '.h3'})",
+              file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"h3 {args.command}: interrupted", file=sys.stderr)

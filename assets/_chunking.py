@@ -1,0 +1,156 @@
+"""Pure functions behind the `chunks` stage: merge the stages' outputs into one region list per
+page (in reading order), then cut section-aware chunks of about `max_tokens` tokens."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+SKIP_IN_CHUNKS = ("header", "footer")  # running heads and page numbers only add noise
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+")
+
+
+def _inside(inner: list[float], outer: list[float], share: float = 0.5) -> bool:
+    w = min(inner[2], outer[2]) - max(inner[0], outer[0])
+    h = min(inner[3], outer[3]) - max(inner[1], outer[1])
+    area = max((inner[2] - inner[0]) * (inner[3] - inner[1]), 1e-6)
+    return w > 0 and h > 0 and w * h / area >= share
+
+
+def _union(boxes: list[list[float]]) -> list[float]:
+    return [min(b[0] for b in boxes), min(b[1] for b in boxes),
+            max(b[2] for b in boxes), max(b[3] for b in boxes)]
+
+
+def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: dict) -> list[dict]:
+    """Rows for the `regions` table, per page in reading order. Text blocks that lie inside a
+    table or figure are folded into that region (its text is the table's cells / the caption)."""
+    by_page: dict[int, list[dict]] = {}
+    for t in tables.get("tables", []):
+        by_page.setdefault(t["page"], []).append(
+            {"kind": "table", "bbox": t["bbox"], "text": t["markdown"], "origin": t["origin"],
+             "extra_json": json.dumps({"rows": t["rows"]}, ensure_ascii=False)})
+    for f in figures.get("figures", []):
+        by_page.setdefault(f["page"], []).append(
+            {"kind": "figure", "bbox": f["bbox"], "text": f["caption"] or f["text"],
+             "origin": "layout-model", "image_path": f["image_path"],
+             "extra_json": json.dumps({"caption": f["caption"], "inner_text": f["text"]})})
+    for p in ocr.get("ocr_pages", []):
+        by_page.setdefault(p["page"], []).extend(
+            {"kind": "ocr_text", "bbox": q["bbox"], "text": q["text"], "origin": "tesseract"}
+            for q in p["paragraphs"])
+    rows: list[dict] = []
+    for page in layout["layout"]:
+        number = page["page"]
+        specials = [r for r in by_page.get(number, []) if r["kind"] in ("table", "figure")]
+        captions = {" ".join(s["text"].split()) for s in specials if s["kind"] == "figure"}
+        ordered: list[tuple[float, dict]] = []
+        for i, b in enumerate(page["blocks"]["blocks"]):
+            bbox = [b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
+            if " ".join(b["text"].split()) in captions:
+                continue  # the figure region carries its caption
+            host = next((s for s in specials if _inside(bbox, s["bbox"])), None)
+            if host is not None and b["type"] != "caption":
+                host.setdefault("_order", float(i))
+                continue
+            ordered.append((float(i), {"kind": b["type"], "bbox": bbox, "text": b["text"],
+                                       "origin": "pymupdf"}))
+        for s in specials:  # not anchored by a swallowed block: place by vertical position
+            if "_order" not in s:
+                after = [o for o, r in ordered if r["bbox"][1] < s["bbox"][1]]
+                s["_order"] = (max(after) if after else -1.0) + 0.5
+            ordered.append((s.pop("_order"), s))
+        extra = [r for r in by_page.get(number, []) if r["kind"] == "ocr_text"]
+        ordered += [(1e6 + i, r) for i, r in enumerate(extra)]
+        ordered.sort(key=lambda item: item[0])
+        for order, (_, r) in enumerate(ordered):
+            rows.append({"doc_id": doc_id, "region_id": f"{doc_id}:p{number}:r{order}",
+                         "page": number, "kind": r["kind"],
+                         "bbox": [float(v) for v in r["bbox"]], "text": r["text"] or "",
+                         "order": order, "origin": r["origin"],
+                         "image_path": r.get("image_path"), "extra_json": r.get("extra_json")})
+    return rows
+
+
+def _split_long(text: str, count: Callable[[str], int], max_tokens: int) -> list[str]:
+    """Sentence-packed pieces of at most ~max_tokens (a single huge sentence is cut by words)."""
+    pieces, current = [], ""
+    for sentence in _SENTENCE.split(text):
+        candidate = f"{current} {sentence}".strip()
+        if current and count(candidate) > max_tokens:
+            pieces.append(current)
+            candidate = sentence
+        while count(candidate) > max_tokens * 1.5:
+            words = candidate.split()
+            half = max(1, len(words) // 2)
+            pieces.append(" ".join(words[:half]))
+            candidate = " ".join(words[half:])
+        current = candidate
+    if current:
+        pieces.append(current)
+    return pieces
+
+
+def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
+                 max_tokens: int = 256) -> list[dict]:
+    """Section-aware chunks: a title starts a new chunk and names the section; tables and figures
+    are chunks of their own; a chunk never crosses a page, so its page and bbox are exact."""
+    chunks: list[dict] = []
+    buf: list[dict] = []
+    section = ""
+
+    def emit(text: str, parts: list[dict], kind: str) -> None:
+        chunks.append({"doc_id": doc_id, "chunk_id": f"{doc_id}:c{len(chunks)}",
+                       "page": parts[0]["page"], "bbox": _union([p["bbox"] for p in parts]),
+                       "text": text, "section": section, "kind": kind,
+                       "token_count": count(text), "region_ids": [p["region_id"] for p in parts]})
+
+    def flush() -> None:
+        if buf:
+            kinds = {r["kind"] for r in buf} - {"title"}
+            kind = kinds.pop() if len(kinds) == 1 else ("title" if not kinds else "text")
+            emit("\n".join(r["text"] for r in buf), list(buf), kind)
+            buf.clear()
+
+    last_page = None
+    for region in regions:
+        text = region["text"].strip()
+        if region["page"] != last_page:
+            flush()
+            last_page = region["page"]
+        if not text or region["kind"] in SKIP_IN_CHUNKS:
+            continue
+        tokens = count(text)
+        if region["kind"] == "title":
+            if any(r["kind"] != "title" for r in buf):
+                flush()
+            section = " ".join(text.split())[:200]
+            buf.append(region)
+        elif region["kind"] in ("table", "figure") or tokens > max_tokens:
+            flush()
+            kind = region["kind"] if region["kind"] != "title" else "text"
+            splitter = (lambda t: _split_rows(t, count, max_tokens)) if kind == "table" else (
+                lambda t: _split_long(t, count, max_tokens))
+            for piece in splitter(text):
+                emit(piece, [region], kind)
+        else:
+            if buf and count("\n".join(r["text"] for r in buf)) + tokens > max_tokens:
+                flush()
+            buf.append(region)
+    flush()
+    return chunks
+
+
+def _split_rows(markdown: str, count: Callable[[str], int], max_tokens: int) -> list[str]:
+    """Table pieces of whole rows, each repeating the header rows."""
+    lines = markdown.splitlines()
+    head, body = lines[:2], lines[2:]
+    pieces, current = [], list(head)
+    for line in body:
+        if len(current) > len(head) and count("\n".join(current + [line])) > max_tokens:
+            pieces.append("\n".join(current))
+            current = list(head)
+        current.append(line)
+    pieces.append("\n".join(current))
+    return pieces

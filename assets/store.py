@@ -1,0 +1,84 @@
+"""Stage 8: write each document into the LanceDB cold store, then make it visible.
+
+Order matters: the document's old rows are cleared, its regions and chunks (+ vectors) written,
+and only then its `documents` row flips to status "ok" (recall filters on it). An older version
+of the same source file (same path, other bytes) is then deleted from every table.
+"""
+
+
+import json
+import time
+
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store.deletion import purge_document
+
+
+def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, counts: dict) -> dict:
+    meta = dict(doc.get("metadata") or {})
+    meta["counts"] = counts
+    return {"doc_id": doc_id, "source": doc.get("source"), "content_hash": doc.get("content_hash"),
+            "status": status, "reason": reason, "pages": doc.get("pages"),
+            "title": doc.get("title"), "metadata_json": json.dumps(meta, ensure_ascii=False),
+            "bytes": doc.get("bytes"), "updated_at": time.time()}
+
+
+def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vectors: dict) -> dict:
+    """Stores one document (ok or failed); returns its row counts. Idempotent per doc_id."""
+    registered = store.get_document(doc_id) or {}
+    doc = {**doc, "source": doc.get("source") or registered.get("source")}
+    store.delete_document(doc_id, keep_documents_row=True)
+    reason = next((p.get("reason") for p in (doc, chunked, vectors) if p.get("status") != "ok"),
+                  None)
+    if reason is not None:
+        store.upsert_document(_document_row(doc_id, doc, "failed", reason, {}))
+        return {"status": "failed", "reason": reason, "source": doc["source"]}
+    regions = chunked["regions"]
+    chunk_rows = [{**c, "vector": v} for c, v in zip(chunked["chunks"], vectors["vectors"],
+                                                      strict=True)]
+    counts = {"regions": store.add("regions", regions), "chunks": store.add("chunks", chunk_rows)}
+    store.upsert_document(_document_row(doc_id, doc, "ok", None, counts))
+    return {"status": "ok", "source": doc["source"], "pages": doc.get("pages"), **counts}
+
+
+def replace_older_versions(store: ColdStore, doc_id: str, source: str) -> list[str]:
+    """Deletes every other document registered for the same source path; returns their ids."""
+    older = [r["doc_id"] for r in store.rows("documents", f"source = {sql_str(source)}",
+                                             ["doc_id"]) if r["doc_id"] != doc_id]
+    for old in older:  # rows, graph nodes only it supported, crops, cold KV (issue 6)
+        purge_document(store, old)
+    return older
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="store", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Documents, regions and chunks (+ vectors) in LanceDB; full-text index, ANN "
+                   "index once large. A document becomes visible to recall only when complete.")
+def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, embeddings: dict,
+               store: ColdStoreResource) -> dict:
+    db = store.get_store()
+    results: dict = {}
+    t0 = time.perf_counter()
+    for doc_id in context.partition_keys:
+        results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
+                                         embeddings[doc_id])
+        source = results[doc_id].get("source")
+        replaced = replace_older_versions(db, doc_id, source) if source else []
+        for old in replaced:
+            if context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, old):
+                context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)
+        results[doc_id]["replaced"] = replaced
+    indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks")}
+    for p in results.values():
+        p["stage_seconds"] = round((time.perf_counter() - t0) / max(len(results), 1), 4)
+    meta = summary_metadata(results, preview=[
+        {"doc_id": k, "source": v.get("source"), "status": v["status"],
+         "chunks": v.get("chunks", 0), "reason": v.get("reason") or ""}
+        for k, v in results.items()])
+    meta.update({f"rows_{t}": n for t, n in db.counts().items()})
+    meta["indexes"] = json.dumps({t: v for t, v in indexes.items() if v}) or "{}"
+    context.add_output_metadata(meta)
+    return results

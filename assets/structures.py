@@ -1,0 +1,51 @@
+"""Stage: structures. Every table, figure and formula region with its caption and surrounding
+text, embedded (SBERT) into the `structures` table that structural recall ranks."""
+
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import per_document, summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.models.embedder import SbertEmbedderResource
+from resources.recall.structure import EXACT_LIMIT
+from resources.semantic.structures import structure_rows
+from resources.semantic.tables import STRUCTURES
+from resources.store import ColdStore, ColdStoreResource, sql_str
+
+
+def structures_for_document(store: ColdStore, embed, doc_id: str) -> dict:
+    """Replaces the document's structure rows; returns their count and kinds."""
+    regions = store.rows("regions", f"doc_id = {sql_str(doc_id)}")
+    rows = structure_rows(regions)
+    if rows:
+        vectors = embed([r.pop("embed_text") or r["text"] for r in rows])  # (N, 384)
+        for row, vec in zip(rows, vectors, strict=True):
+            row["vector"] = [float(x) for x in vec]
+    store.delete_where(STRUCTURES.name, f"doc_id = {sql_str(doc_id)}")
+    store.add(STRUCTURES.name, rows)
+    kinds = {}
+    for r in rows:
+        kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
+    return {"structures": len(rows), "kinds": kinds,
+            "preview": [{"page": r["page"], "kind": r["kind"], "caption": r["caption"] or "-"}
+                        for r in rows[:5]]}
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="structure", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Tables, figures and formulas with caption + context, embedded for "
+                   "structural recall (LanceDB `structures`).")
+def structures(context: AssetExecutionContext, cold_store: dict, store: ColdStoreResource,
+               embedder: SbertEmbedderResource) -> dict:
+    db = store.get_store()
+    embed = embedder.get_embedder().encode
+    results = per_document(context, lambda d, _: structures_for_document(db, embed, d),
+                           cold_store)
+    ok = [p for p in results.values() if p.get("status") == "ok"]
+    meta = summary_metadata(results, preview=[r for p in ok for r in p["preview"]])
+    meta["structures"] = sum(p["structures"] for p in ok)
+    for kind in ("table", "figure", "formula"):
+        meta[f"{kind}s"] = sum(p["kinds"].get(kind, 0) for p in ok)
+    if db.count_rows(STRUCTURES.name) > EXACT_LIMIT:  # below it recall scores every row
+        db.ensure_indexes(STRUCTURES.name)
+    context.add_output_metadata(meta)
+    return results

@@ -1,0 +1,115 @@
+"""Stage 3: tables. Ruled grids from `find_tables(use_layout=False)` (cells read with
+`get_textbox`, since `extract()` garbles decimals: MODELS.md), and tables the layout model sees
+that have no ruling (rows rebuilt from text lines)."""
+
+
+from pathlib import Path
+
+import pymupdf
+from dagster import AssetExecutionContext, BackfillPolicy, asset
+
+from assets._batch import Payload, per_document, summary_metadata
+from assets.partitioning import DOCUMENTS_PARTITIONS
+
+MIN_DRAWINGS = 4  # a ruled table needs some vector lines on the page
+
+
+def _cell_text(words: list, cell) -> str:
+    """The words whose centre lies in the cell, in reading order. Words come from one
+    `get_text("words")` call per page: `get_textbox` per cell re-extracts the page each time
+    (~80 ms a cell), and `extract()` garbles decimals (MODELS.md)."""
+    if not cell:
+        return ""
+    x0, y0, x1, y1 = cell
+    inside = [w for w in words if x0 <= (w[0] + w[2]) / 2 <= x1 and y0 <= (w[1] + w[3]) / 2 <= y1]
+    inside.sort(key=lambda w: (w[5], w[6], w[7]))  # block, line, word number
+    return " ".join(w[4] for w in inside)
+
+
+def rows_to_markdown(rows: list[list[str]]) -> str:
+    if not rows:
+        return ""
+    width = max(len(r) for r in rows)
+    rows = [r + [""] * (width - len(r)) for r in rows]
+    lines = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * width]
+    lines += ["| " + " | ".join(r) + " |" for r in rows[1:]]
+    return "\n".join(lines)
+
+
+def _overlaps(a: list[float], b: list[float], share: float = 0.5) -> bool:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1])) or 1e-6
+    return w > 0 and h > 0 and w * h / smaller >= share
+
+
+def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
+                model_ran: bool = False) -> list[dict]:
+    """Tables on one page: {"page", "bbox", "rows", "markdown", "origin"}. The grid search
+    (~0.1 s a page) runs where the layout model saw a table, or, on pages the model did not
+    look at, where there are enough vector lines to draw one."""
+    found: list[dict] = []
+    search: pymupdf.Rect | None = None
+    if model_boxes:  # only look where the model saw tables: find_tables is slow on busy pages
+        search = pymupdf.Rect(model_boxes[0])
+        for box in model_boxes[1:]:
+            search |= pymupdf.Rect(box)
+        search = (search + (-12, -12, 12, 12)) & page.rect
+    elif not model_ran and len(page.get_cdrawings()) >= MIN_DRAWINGS:
+        search = page.rect
+    if search is not None:
+        words = page.get_text("words")
+        for table in page.find_tables(clip=search, use_layout=False).tables:
+            rows = [[_cell_text(words, c) for c in row.cells] for row in table.rows]
+            rows = [r for r in rows if any(r)]
+            if len(rows) < 2:
+                continue
+            found.append({"page": page.number + 1, "bbox": [round(v, 2) for v in table.bbox],
+                          "rows": rows, "markdown": rows_to_markdown(rows),
+                          "origin": "find_tables"})
+    for box in model_boxes:  # unruled tables: one row per text line, cells split on big gaps
+        if any(_overlaps(box, t["bbox"]) for t in found):
+            continue
+        words = page.get_text("words", clip=pymupdf.Rect(box))
+        lines: dict[tuple, list] = {}
+        for w in words:
+            lines.setdefault((w[5], w[6]), []).append(w)
+        rows = []
+        for line in lines.values():
+            line.sort(key=lambda w: w[0])
+            cells, current, last_x1 = [], [], None
+            for w in line:
+                if last_x1 is not None and w[0] - last_x1 > 8:  # a column gap, not a space
+                    cells.append(" ".join(current))
+                    current = []
+                current.append(w[4])
+                last_x1 = w[2]
+            cells.append(" ".join(current))
+            rows.append(cells)
+        if rows:
+            found.append({"page": page.number + 1, "bbox": [round(v, 2) for v in box],
+                          "rows": rows, "markdown": rows_to_markdown(rows),
+                          "origin": "layout-model"})
+    return found
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="tables", io_manager_key="staging_io",
+       backfill_policy=BackfillPolicy.single_run(),
+       description="Tables with their cell text (markdown) and bbox, per page.")
+def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:
+    def one(doc_id: str, doc: Payload, lay: Payload) -> Payload:
+        out: list[dict] = []
+        with pymupdf.open(Path(doc["source"])) as pdf:
+            for page_layout in lay["layout"]:
+                boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
+                         for b in page_layout["detections"]["blocks"] if b["type"] == "table"]
+                out += page_tables(pdf[page_layout["page"] - 1], boxes,
+                                   page_layout.get("model", False))
+        return {"source": doc["source"], "tables": out}
+
+    results = per_document(context, one, documents, layout)
+    preview = [{"doc_id": k, "page": t["page"], "origin": t["origin"], "rows": len(t["rows"]),
+                "first row": " / ".join(t["rows"][0])}
+               for k, v in results.items() for t in (v.get("tables") or [])]
+    context.add_output_metadata(summary_metadata(results, "tables", preview))
+    return results

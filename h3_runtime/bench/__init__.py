@@ -1,0 +1,1 @@
+"""Benchmarks of the runtime (registered in pipelines/cli/bench.py)."""

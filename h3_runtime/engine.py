@@ -1,0 +1,264 @@
+"""`H3Engine`: serves an unmodified HF causal LM from a small hot KV budget.
+
+    engine = H3Engine(hbm_size_gb=0.05)                  # the default model
+    model.forward = engine.wrap_forward(model.forward)   # then model.generate(...) as usual
+    engine.generate("prompt", max_new_tokens=64)
+
+Plugs in only through public extension points: an `H3Cache` (a `Cache` subclass) given to
+forward/generate, the `h3` function registered with `AttentionInterface` (selected with
+`model.set_attn_implementation`), and chunked prefill done around `forward`.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from h3_runtime.config import H3Config
+from h3_runtime.hf.attention import register
+from h3_runtime.hf.cache import H3Cache
+from h3_runtime.home import under_home
+from h3_runtime.kvcache.block import chain_hashes, content_key
+from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.geometry import plan_geometry
+from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.layer_store import TierContext
+from h3_runtime.kvcache.stats import TierStats
+from h3_runtime.kvcache.tiers import WarmTier
+from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model
+from h3_runtime.scheduler.ahas import AhasScheduler
+from h3_runtime.state import scheduler_state
+
+GiB = 2**30
+
+
+class H3Engine:
+    def __init__(self, model_path: str | Path | None = None, hbm_size_gb: float | None = None,
+                 hbf_size_gb: float | None = None, cold_storage_path: str | Path | None = None,
+                 config: str | Path | dict | H3Config | None = None, model=None, tokenizer=None,
+                 selection: bool = True):
+        """`selection=False` keeps only sinks + recent window hot (the StreamingLLM-like baseline)."""
+        cfg = H3Config.from_any(config)
+        changes = {k: v for k, v in {"hbm_size_gb": hbm_size_gb, "hbf_size_gb": hbf_size_gb,
+                                     "cold_storage_path": str(cold_storage_path) if cold_storage_path
+                                     else None}.items() if v is not None}
+        self.config = cfg.replace("runtime", **changes) if changes else cfg
+        rt = self.config.runtime
+        if model is None:
+            model, tokenizer = load_model(model_path or self.config.model.path,
+                                          self.config.model.dtype, self.config.model.device)
+        else:
+            check_supported(model)
+        self.model, self.tokenizer = model, tokenizer
+        self.n_layers, self.n_kv_heads, self.head_dim, self.elt = kv_geometry(model)
+        self.bytes_per_token_layer = 2 * self.n_kv_heads * self.head_dim * self.elt
+        self.budget_bytes = int(rt.hbm_size_gb * GiB)
+        self.selection = selection
+        self.geometry = plan_geometry(self.budget_bytes, self.n_layers, self.bytes_per_token_layer,
+                                      rt, selection=selection)
+        cold_path = Path(rt.cold_storage_path) if rt.cold_storage_path else under_home("kv")
+        self.cold = ColdStore(cold_path, int(rt.cold_storage_max_gb * GiB))
+        self.scheduler = AhasScheduler(self.config.scheduler, self.config.hbf)
+        self.fingerprint = fingerprint(model)
+        self.stats_counters = TierStats()
+        self.device = next(model.parameters()).device
+        self.cache: H3Cache | None = None  # the most recent cache (what stats() describe)
+        self.hot_peak_bytes = 0
+        self.timings: dict[str, float] = {}
+        register()
+
+    # ---- caches -------------------------------------------------------------------------------
+    def new_cache(self, exact_allowed: bool = True) -> H3Cache:
+        """A fresh tiered cache on this engine's budget (releases the previous one)."""
+        self._retire()
+        pool = HotPool(self.budget_bytes)
+        warm = WarmTier(int(self.config.runtime.hbf_size_gb * GiB), pin=self.device.type == "cuda")
+        cache: H3Cache
+        session = f"{time.time_ns():x}"
+
+        def cold_key(layer: int, b: int) -> str:
+            hashes = cache.prefix_hashes()
+            if b < len(hashes):
+                return content_key(hashes[b], layer)
+            return f"s{session}-L{layer:03d}-B{b}"
+
+        ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, cold_key,
+                          selection=self.selection)
+        cache = H3Cache(self.n_layers, self.geometry, ctx, self.device, exact_allowed)
+        T, fp = self.geometry.block_tokens, self.fingerprint
+        memo: dict[int, list[str]] = {}
+
+        def prefix_hashes() -> list[str]:
+            n = len(cache.token_ids) // T
+            if n not in memo:
+                memo.clear()
+                memo[n] = chain_hashes(fp, cache.token_ids[: n * T], T)
+            return memo[n]
+
+        cache.prefix_hashes = prefix_hashes  # type: ignore[attr-defined]
+        self.cache = cache
+        return cache
+
+    def _retire(self) -> None:
+        if self.cache is not None:
+            self.hot_peak_bytes = max(self.hot_peak_bytes, self.cache.pool.peak_bytes)
+            self.cache.release()
+
+    def cache_from_cold(self, token_ids: list[int]) -> tuple[H3Cache, int]:
+        """A cache pre-filled with the longest prefix of `token_ids` whose blocks (every layer)
+        are in the cold tier (each verified on load). Returns (cache, prefix tokens loaded)."""
+        cache = self.new_cache()
+        T = self.geometry.block_tokens
+        hashes = chain_hashes(self.fingerprint, list(token_ids), T)
+        blocks: list[list] = [[] for _ in range(self.n_layers)]
+        for h in hashes:
+            keys = [content_key(h, layer) for layer in range(self.n_layers)]
+            if not all(self.cold.lookup(k) for k in keys):
+                break
+            loaded = [self.cold.load(k) for k in keys]  # IntegrityError on any flipped bit
+            for layer, block in enumerate(loaded):
+                blocks[layer].append(block)
+                self.stats_counters.move("cold->warm", block.nbytes)
+        n = len(blocks[0]) * T
+        if n:
+            cache.load_prefix_blocks(blocks, list(token_ids))
+        return cache, n
+
+    # ---- running the model --------------------------------------------------------------------
+    def wrap_forward(self, forward: Callable) -> Callable:
+        """A drop-in `model.forward` that runs on an H3Cache (created when the caller gives none
+        or an empty one) and prefills long inputs in chunks. Switches the model to `h3` attention."""
+        self.model.set_attn_implementation("h3")
+
+        @functools.wraps(forward)
+        def wrapped(*args, **kwargs):
+            if args:
+                kwargs["input_ids"] = args[0]
+                args = args[1:]
+            cache = kwargs.pop("cache", None) or kwargs.pop("past_key_values", None)
+            if not isinstance(cache, H3Cache):
+                if cache is not None and cache.get_seq_length() > 0:
+                    return forward(*args, cache=cache, **kwargs)  # someone else's cache: untouched
+                cache = self.new_cache()
+            return self._forward_chunks(forward, cache, *args, **kwargs)
+
+        return wrapped
+
+    def _forward_chunks(self, forward: Callable, cache: H3Cache, *args, **kwargs):
+        ids = kwargs.get("input_ids")
+        q = ids.shape[1] if ids is not None else kwargs["inputs_embeds"].shape[1]
+        cache.note_tokens(ids)
+        if self.model.config._attn_implementation != "h3":
+            self.model.set_attn_implementation("h3")
+        kwargs["use_cache"] = True
+        sizes = cache.plan_chunks(q)
+        if len(sizes) == 1:
+            return forward(*args, cache=cache, **kwargs)
+        past, start, out = cache.get_seq_length(), 0, None
+        for i, size in enumerate(sizes):
+            end = start + size
+            part = dict(kwargs)
+            for name in ("input_ids", "inputs_embeds", "position_ids"):
+                if part.get(name) is not None:
+                    part[name] = part[name][:, start:end]
+            if part.get("attention_mask") is not None and part["attention_mask"].ndim == 2:
+                part["attention_mask"] = part["attention_mask"][:, : past + end]
+            if i < len(sizes) - 1:
+                part["logits_to_keep"] = 1  # only the last chunk's logits matter
+            out = forward(*args, cache=cache, **part)
+            start = end
+        return out
+
+    @torch.inference_mode()
+    def generate(self, prompt: str | list[int] | torch.Tensor, max_new_tokens: int = 64,
+                 cache: H3Cache | None = None, return_ids: bool = False):
+        """Greedy generation on the tiered cache. `prompt`: text or token ids; `cache`: e.g. one
+        from `cache_from_cold` (its tokens must be a prefix of the prompt). Returns the text."""
+        ids = self._ids(prompt)
+        cache = cache if cache is not None else self.new_cache()
+        done = cache.get_seq_length()
+        forward = self._raw_forward()
+        self.model.set_attn_implementation("h3")
+        t0 = time.perf_counter()
+        out = self._forward_chunks(forward, cache, input_ids=ids[:, done:].to(self.device),
+                                   logits_to_keep=1)
+        t1 = time.perf_counter()
+        new: list[int] = []
+        eos = getattr(self.tokenizer, "eos_token_id", None)
+        for _ in range(max_new_tokens):
+            token = int(out.logits[0, -1].argmax())
+            new.append(token)
+            if token == eos or len(new) == max_new_tokens:
+                break
+            step = torch.tensor([[token]], device=self.device)
+            cache.note_tokens(step)
+            out = forward(input_ids=step, cache=cache, use_cache=True)
+        t2 = time.perf_counter()
+        self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1, "decode_tokens": len(new) - 1,
+                        "prompt_tokens": ids.shape[1], "prefill_tokens_computed": ids.shape[1] - done}
+        self.hot_peak_bytes = max(self.hot_peak_bytes, cache.pool.peak_bytes)
+        if return_ids:
+            return new
+        return self.tokenizer.decode(new, skip_special_tokens=True) if self.tokenizer else new
+
+    def _raw_forward(self) -> Callable:
+        """The model's own forward even if it was wrapped (generate() does its own chunking)."""
+        return type(self.model).forward.__get__(self.model)
+
+    def _ids(self, prompt) -> torch.Tensor:
+        if isinstance(prompt, str):
+            if self.tokenizer is None:
+                raise ValueError("a text prompt needs a tokenizer")
+            return self.tokenizer(prompt, return_tensors="pt").input_ids
+        ids = torch.as_tensor(prompt)
+        return ids[None] if ids.ndim == 1 else ids
+
+    @torch.inference_mode()
+    def warmup_tokens(self, n_tokens: int) -> dict:
+        """Prefills `n_tokens` of deterministic filler text and decodes a few tokens, so the
+        tiers and the scheduler hold real state (what `h3 monitor` then shows)."""
+        vocab = int(self.model.config.vocab_size)
+        ids = (torch.arange(n_tokens) * 7919 % max(vocab - 10, 1) + 5)[None]  # (1, n)
+        self.generate(ids, max_new_tokens=4)
+        return self.stats()
+
+    def store_prefix(self, token_ids: list[int]) -> dict:
+        """Prefills `token_ids` and writes every complete block of every layer to the cold tier
+        (content-keyed: a later `cache_from_cold` with the same prefix finds them)."""
+        ids = torch.as_tensor(token_ids)[None]
+        cache = self.new_cache(exact_allowed=False)
+        with torch.inference_mode():
+            self._forward_chunks(self._raw_forward(), cache, input_ids=ids.to(self.device),
+                                 logits_to_keep=1)
+        written = cache.flush_to_cold()
+        blocks = len(token_ids) // self.geometry.block_tokens
+        return {"tokens": len(token_ids), "blocks_per_layer": blocks, "files_written": written}
+
+    # ---- reporting ----------------------------------------------------------------------------
+    def full_kv_bytes(self, n_tokens: int | None = None) -> int:
+        n = n_tokens if n_tokens is not None else (self.cache.get_seq_length() if self.cache else 0)
+        return n * self.bytes_per_token_layer * self.n_layers
+
+    def stats(self) -> dict:
+        pool = self.cache.pool if self.cache else HotPool(self.budget_bytes)
+        warm = self.cache.ctx.warm if self.cache else None
+        return {
+            "hot_peak_bytes": max(self.hot_peak_bytes, pool.peak_bytes),
+            "hot_budget_bytes": self.budget_bytes,
+            "hot_used_bytes": pool.used_bytes,
+            "full_kv_bytes": self.full_kv_bytes(),
+            "tokens": self.cache.get_seq_length() if self.cache else 0,
+            "mode": ("sparse" if self.cache and self.cache.sparse else "exact"),
+            "warm_bytes": warm.usage_bytes if warm else 0,
+            "cold_bytes": self.cold.usage_bytes,
+            **self.stats_counters.to_dict(),
+            **{k: round(v, 4) if isinstance(v, float) else v for k, v in self.timings.items()},
+        }
+
+    def dump_scheduler_state(self) -> dict:
+        """What `h3 monitor --dump-scheduler-state` prints (see state.py)."""
+        return scheduler_state(self)

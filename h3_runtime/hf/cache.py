@@ -1,0 +1,208 @@
+"""`H3Cache`: a transformers `Cache` whose layers live across the hot / warm / cold tiers.
+
+While the hot budget holds the whole KV (plus one transient layer), a layer behaves exactly
+like `DynamicLayer` (same tensors, same attention call): greedy output equals `DynamicCache`
+token for token. When the next tokens would not fit, each layer switches once to sparse mode
+(`LayerStore`): sinks + recent window + blocks selected from the warm summaries are hot, the
+rest is in warm/cold, and `update` only hands the new tokens to the `h3` attention function.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+from transformers import Cache
+from transformers.cache_utils import CacheLayerMixin
+
+from h3_runtime.kvcache.geometry import Geometry
+from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.layer_store import LayerStore, TierContext
+
+_pending = threading.local()  # update() -> attention: which cache/layer owns these new keys
+
+
+def take_pending(key: torch.Tensor) -> tuple[H3Cache, int] | None:
+    """The (cache, layer) whose sparse update just returned `key`, once; else None."""
+    item = getattr(_pending, "item", None)
+    if item is not None and item[2] is key:
+        _pending.item = None
+        return item[0], item[1]
+    return None
+
+
+class H3Layer(CacheLayerMixin):
+    is_sliding = False
+
+    def __init__(self):
+        super().__init__()
+        self.store: LayerStore | None = None  # set once the layer goes sparse
+        self.n_exact = 0
+
+    def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
+        self.dtype, self.device = key_states.dtype, key_states.device
+        self.keys = key_states[:, :, :0]
+        self.values = value_states[:, :, :0]
+        self.is_initialized = True
+
+    def update(self, key_states, value_states, *args, **kwargs):  # pragma: no cover - unused
+        raise NotImplementedError("H3Cache.update drives its layers")
+
+    def get_seq_length(self) -> int:
+        return self.store.n if self.store is not None else self.n_exact
+
+    def get_mask_sizes(self, query_length: int) -> tuple[int, int]:
+        if self.store is not None:  # sparse: the mask only covers the new tokens (causal)
+            return query_length, self.store.n
+        return self.n_exact + query_length, 0
+
+    def get_max_length(self) -> int:
+        return -1
+
+
+class H3Cache(Cache):
+    def __init__(self, n_layers: int, geometry: Geometry, ctx: TierContext,
+                 device: torch.device | str = "cpu", exact_allowed: bool = True):
+        super().__init__(layers=[H3Layer() for _ in range(n_layers)])
+        self.device = torch.device(device)
+        self.geometry, self.ctx = geometry, ctx
+        self.exact_allowed = exact_allowed
+        self.sparse = False
+        self.token_ids: list[int] = []  # ids seen so far (content keys for the cold tier)
+        self._transient = 0
+
+    @property
+    def pool(self) -> HotPool:
+        return self.ctx.pool
+
+    def exact_fits(self, new_tokens: int) -> bool:
+        """Whether all KV after `new_tokens` more, plus one layer's transient, fits the budget."""
+        if not self.exact_allowed or self.sparse:
+            return False
+        n = self.get_seq_length()
+        bpt = self.geometry.bytes_per_token_layer
+        need = (n + new_tokens) * bpt * len(self.layers) + max(n, self.geometry.chunk_tokens) * bpt
+        return need <= self.pool.budget_bytes
+
+    def plan_chunks(self, q_len: int) -> list[int]:
+        """Sizes of the forward calls for q_len new tokens: one call when exact, else chunks."""
+        if self.exact_fits(q_len):
+            return [q_len]
+        C = self.geometry.chunk_tokens
+        tail = min(self.geometry.block_tokens, C, q_len)
+        # the last few tokens get their own call: the blocks they select (from the summaries)
+        # are the ones the next token needs, undiluted by the rest of a big chunk's queries
+        head = q_len - tail
+        return [min(C, head - s) for s in range(0, head, C)] + [tail]
+
+    def note_tokens(self, input_ids: torch.Tensor | None) -> None:
+        """Records the ids of the next forward (batch 1), for content-addressed cold keys."""
+        if input_ids is not None and input_ids.shape[0] == 1:
+            self.token_ids.extend(input_ids[0].tolist())
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
+               *args, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
+        """Exact mode: appends and returns all KV (like DynamicLayer; hot bytes accounted).
+        Sparse mode: reserves the new tokens' transient hot bytes and returns them unchanged;
+        the `h3` attention function then attends over the tiers and commits them."""
+        layer = self.layers[layer_idx]
+        if not layer.is_initialized:
+            layer.lazy_initialization(key_states, value_states)
+        q = key_states.shape[-2]
+        if layer_idx == 0 and not self.sparse and not self.exact_fits(q):
+            self.sparse = True
+            # every layer leaves exact mode now, one after the other (each frees its exact KV
+            # before reserving its buffers), so no exact KV is left hot while a layer attends
+            for i, other in enumerate(self.layers):
+                if other.is_initialized and other.store is None:
+                    self._to_sparse(i, key_states)
+        nbytes = key_states.nbytes + value_states.nbytes
+        if getattr(_pending, "item", None) is not None:
+            _pending.item = None
+            raise RuntimeError("H3Cache in sparse mode needs the model's attention set to 'h3' "
+                               "(engine.wrap_forward or model.set_attn_implementation('h3'))")
+        if not self.sparse:
+            old = layer.keys.nbytes + layer.values.nbytes
+            self.pool.reserve(old + nbytes, "exact kv")  # torch.cat: old and new alive at once
+            layer.keys = torch.cat([layer.keys, key_states], dim=-2)  # (B, H_kv, n + q, D)
+            layer.values = torch.cat([layer.values, value_states], dim=-2)
+            self.pool.release(old, "exact kv")
+            self.pool.occupied_bytes += nbytes
+            layer.n_exact += q
+            return layer.keys, layer.values
+        if layer.store is None:
+            self._to_sparse(layer_idx, key_states)
+        self.pool.reserve(nbytes, "transient chunk")
+        self._transient = nbytes
+        _pending.item = (self, layer_idx, key_states)
+        return key_states, value_states
+
+    def _to_sparse(self, layer_idx: int, like: torch.Tensor) -> None:
+        """Switches one layer to the tiers: its exact KV moves to host memory first (freeing its
+        hot bytes), then the hot buffers are reserved and filled from there."""
+        layer = self.layers[layer_idx]
+        H, D = like.shape[1], like.shape[3]
+        keys = values = None
+        if layer.n_exact:
+            if layer.keys.shape[0] != 1:
+                raise ValueError("H3 sparse mode serves batch size 1")
+            keys, values = layer.keys[0].to("cpu"), layer.values[0].to("cpu")  # (H_kv, n, D)
+            freed = layer.keys.nbytes + layer.values.nbytes
+            self.pool.release(freed, "exact kv")
+            self.pool.occupied_bytes -= freed
+        layer.keys = layer.values = None
+        store = LayerStore(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
+        if keys is not None:
+            store.commit(keys, values)  # -> sinks / warm blocks / ring
+        layer.store = store
+
+    def attend(self, layer_idx: int, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
+               scaling: float) -> torch.Tensor:
+        """Sparse attention for the pending new tokens of `layer_idx`: (1, C, Hq, D)."""
+        try:
+            return self.layers[layer_idx].store.attend(query, key, value, scaling)
+        finally:
+            self.pool.release(self._transient, "transient chunk")
+            self._transient = 0
+
+    def load_prefix_blocks(self, blocks: list[list], token_ids: list[int]) -> None:
+        """Pre-populates an empty cache from complete blocks (blocks[layer][b] = KVBlock), e.g.
+        loaded from the cold tier: exact mode when they fit, else straight into the tiers."""
+        if self.get_seq_length():
+            raise ValueError("load_prefix_blocks needs an empty cache")
+        n = sum(b.keys.shape[1] for b in blocks[0])
+        self.token_ids = list(token_ids[:n])
+        if not self.exact_fits(n):
+            self.sparse = True
+        for layer_idx, layer_blocks in enumerate(blocks):
+            keys = torch.cat([b.keys for b in layer_blocks], 1)[None]  # (1, H_kv, n, D)
+            values = torch.cat([b.values for b in layer_blocks], 1)[None]
+            layer = self.layers[layer_idx]
+            layer.lazy_initialization(keys[:, :, :0].to(self.device), values[:, :, :0].to(self.device))
+            if not self.sparse:
+                self.pool.reserve(keys.nbytes + values.nbytes, "exact kv")
+                self.pool.occupied_bytes += keys.nbytes + values.nbytes
+                layer.keys, layer.values = keys.to(self.device), values.to(self.device)
+                layer.n_exact = n
+            else:
+                store = LayerStore(layer_idx, self.geometry, keys.shape[1], keys.shape[3],
+                                   keys.dtype, self.device, self.ctx)
+                layer.keys = layer.values = None
+                store.commit(keys[0], values[0])  # host tensors -> warm blocks + hot ring
+                layer.store = store
+
+    def flush_to_cold(self) -> int:
+        """Writes every complete block of every sparse layer to the cold tier."""
+        return sum(layer.store.flush_to_cold() for layer in self.layers if layer.store is not None)
+
+    def release(self) -> None:
+        """Frees everything this cache holds in hot and warm (cold files stay for reuse)."""
+        for layer in self.layers:
+            if layer.store is not None:
+                layer.store.release()
+                layer.store = None
+            elif layer.keys is not None and layer.is_initialized:
+                freed = layer.keys.nbytes + layer.values.nbytes
+                self.pool.release(freed, "exact kv")
+                self.pool.occupied_bytes -= freed
+                layer.keys = layer.values = None

@@ -1,0 +1,63 @@
+"""How a hot budget is split: per layer [sinks | block slots | recent ring], plus one transient
+chunk (the new tokens of the layer being computed).
+
+    (n_layers * P + chunk + (P + chunk)) * bytes_per_token_layer <= budget
+
+(P = per_layer_tokens; the last term is the attention staging copy of one layer's hot buffer
+plus its new tokens, alive only while that layer attends)
+
+so the hot tier can never exceed its budget, whatever the prompt length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from h3_runtime.config import RuntimeConfig
+
+
+class BudgetTooSmallError(ValueError):
+    """The hot budget cannot hold even one block per layer plus the sinks."""
+
+
+@dataclass(frozen=True, slots=True)
+class Geometry:
+    block_tokens: int  # T
+    sink_tokens: int  # S (<= T)
+    n_slots: int  # selectable block slots per layer
+    recent_capacity: int  # ring size: the recent window R plus one partial block T
+    chunk_tokens: int  # prefill chunk C (its KV is hot while its layer computes)
+    top_k: int  # blocks chosen by relevance per query
+    bytes_per_token_layer: int  # 2 * H_kv * D * element size
+
+    @property
+    def per_layer_tokens(self) -> int:
+        return self.sink_tokens + self.n_slots * self.block_tokens + self.recent_capacity
+
+    def hot_bytes(self, n_layers: int) -> int:
+        """Hot bytes at most: every layer's buffers, one transient chunk, one staging copy."""
+        P, C = self.per_layer_tokens, self.chunk_tokens
+        return (n_layers * P + C + P + C) * self.bytes_per_token_layer
+
+
+def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
+                  rt: RuntimeConfig, selection: bool = True) -> Geometry:
+    """Splits the budget. `selection=False` gives the sinks + window baseline (no block slots:
+    the whole per-layer budget is the recent window, StreamingLLM-like)."""
+    T = rt.block_tokens
+    total = budget_bytes // bytes_per_token_layer  # layer-tokens the budget holds
+    chunk = max(1, min(rt.prefill_chunk_tokens, total // 8))
+    per_layer = (total - 2 * chunk) // (n_layers + 1)
+    sinks = min(rt.sink_tokens, T)
+    if per_layer < sinks + T:
+        raise BudgetTooSmallError(
+            f"hbm_size_gb={budget_bytes / 2**30:.6f}: {budget_bytes} B hold {per_layer} tokens per "
+            f"layer, fewer than sinks + one block ({sinks + T}); raise it or lower block_tokens")
+    room = per_layer - sinks
+    if not selection:
+        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer)
+    recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
+    recent_capacity = recent + T
+    n_slots = (room - recent_capacity) // T
+    return Geometry(T, sinks, n_slots, recent_capacity, chunk, min(rt.top_k_blocks, n_slots),
+                    bytes_per_token_layer)

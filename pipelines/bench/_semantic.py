@@ -1,0 +1,74 @@
+"""Shared by the structure and relation benchmarks: ingestion with and without the semantic
+stages side by side, and the corpus-level compression job, each into its own H3_HOME."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from pipelines.bench.ingest import _core_job, _ingest_variant, _warm_models, h3_home_env
+
+SEMANTIC_STEPS = ("knowledge_graph", "structures", "figure_embeddings", "token_vectors")
+
+
+def warm_all() -> float:
+    """Loads every model (layout, OCR, SBERT, spaCy) once; returns the seconds."""
+    from resources.nlp.pipeline import english
+
+    t0 = time.perf_counter()
+    _warm_models()
+    english()("Warm up the pipeline.")
+    return time.perf_counter() - t0
+
+
+def compress(home: Path) -> dict:
+    """Runs `compress_corpus` (PCA -> pooling -> document index + checks) in that H3_HOME."""
+    from pipelines.definitions import defs
+    from pipelines.instance import get_instance
+
+    with h3_home_env(home):
+        t0 = time.perf_counter()
+        result = defs.resolve_job_def("compress_corpus").execute_in_process(
+            instance=get_instance(), raise_on_error=False,
+            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
+        wall = time.perf_counter() - t0
+        meta: dict = {}
+        checks: dict = {}
+        for ev in result.all_events:
+            if ev.event_type_value == "ASSET_MATERIALIZATION":
+                mat = ev.event_specific_data.materialization
+                meta[mat.asset_key.to_user_string()] = {
+                    k: getattr(v, "value", v) for k, v in mat.metadata.items()
+                    if isinstance(getattr(v, "value", v), (int, float, str, bool))}
+            elif ev.event_type_value == "ASSET_CHECK_EVALUATION":
+                data = ev.event_specific_data
+                checks[data.check_name] = bool(data.passed)
+    return {"wall_s": round(wall, 2), "success": result.success, "assets": meta,
+            "checks": checks}
+
+
+def ingest_side_by_side(work: Path, corpus: Path) -> dict:
+    """Ingestion without the semantic stages, then with them (+ the compression job), on the
+    same files, each into a fresh H3_HOME in this process, models already loaded."""
+    core = _ingest_variant(work / "core", corpus, 16, _core_job())
+    full = _ingest_variant(work / "full", corpus, 16, None)
+    comp = compress(work / "full")
+    per_doc = sum(s for k, s in full["stage_s"].items() if k.startswith(SEMANTIC_STEPS))
+    core_in_full = sum(s for k, s in full["stage_s"].items() if not k.startswith(SEMANTIC_STEPS))
+    added = full["wall_s"] + comp["wall_s"] - core["wall_s"]
+    return {
+        "core_wall_s": core["wall_s"], "full_wall_s": full["wall_s"],
+        "compress_wall_s": comp["wall_s"], "pages": core["pages"],
+        "semantic_per_document_stage_s": round(per_doc, 2),
+        "core_stage_s_in_full_run": round(core_in_full, 2),
+        # The headline: our stages (per-document steps + the whole compression run, Dagster
+        # overhead included) over the ingestion steps of the same run. Measured inside one run,
+        # it is robust to the load of a shared machine, unlike the two walls below.
+        "added_fraction": round((per_doc + comp["wall_s"]) / max(core_in_full, 1e-9), 3),
+        "added_s_wall": round(added, 2),
+        "added_fraction_wall": round(added / core["wall_s"], 3) if core["wall_s"] else None,
+        "core_stage_s": core["stage_s"],
+        "full_stage_s": full["stage_s"],
+        "compress": comp,
+        "home": str(work / "full"),
+    }

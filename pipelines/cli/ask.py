@@ -1,0 +1,77 @@
+"""`h3 ask QUESTION [--doc DOC_ID] [--no-cold-reuse] [--max-new-tokens N] [--k K] [--json]`.
+
+Answers with the H³ runtime: over the recalled evidence (chunks from `h3 recall`), or over one
+whole document with `--doc`. Stored document KV (stage `kv`) is loaded instead of prefilled: an
+exact prefix for `--doc`, re-positioned slices (RoPE + selective recompute) for recalled chunks.
+A `--doc` document without stored KV is prefilled and stored first (the next question reuses
+it). `--no-cold-reuse` computes everything, for comparison. Stats: see INTERFACES.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipelines.cli.output import CliError, emit, log
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ask", help="answer a question with the H³ runtime over recalled evidence")
+    p.add_argument("question", metavar="QUESTION", help="the question")
+    p.add_argument("--doc", metavar="DOC_ID", help="answer over this whole document")
+    p.add_argument("--no-cold-reuse", action="store_true",
+                   help="recompute all KV instead of loading precomputed cold KV")
+    p.add_argument("--max-new-tokens", type=int, default=64, help="answer length limit")
+    p.add_argument("--k", type=int, default=5, help="evidence chunks to recall (without --doc)")
+    p.add_argument("--json", action="store_true", help="JSON on stdout")
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.question.strip():
+        raise CliError("QUESTION is empty")
+    if args.max_new_tokens < 1 or args.k < 1:
+        raise CliError("--max-new-tokens and --k must be >= 1")
+    from assets.kv import document_chunks, fit_chunks, max_document_tokens
+    from h3_runtime.reuse.prompt import ChunkText
+    from resources.runtime import H3RuntimeResource
+    from resources.store import open_store
+
+    db = open_store()
+    reuse = not args.no_cold_reuse
+    if args.doc:
+        doc = db.get_document(args.doc)
+        if doc is None or doc.get("status") != "ok":
+            state = "not in the store" if doc is None else f"status {doc.get('status')}"
+            raise CliError(f"--doc {args.doc}: {state} (see `h3 stats`, `h3 index-build`)")
+        chunks = document_chunks(db, args.doc)
+        if not chunks:
+            raise CliError(f"--doc {args.doc}: the document has no text chunks")
+        evidence = [{"doc_id": args.doc, "source": doc.get("source"), "page": c.page,
+                     "kind": "text", "text": c.text, "via": "document"} for c in chunks]
+    else:
+        from resources.recall import recall
+
+        evidence = recall(db, [args.question], k=args.k)[0]["hits"]
+        if not evidence:
+            raise CliError("no evidence recalled (is the store empty? run `h3 index-build`)")
+    log("ask: loading the runtime ...")
+    runtime = H3RuntimeResource().get_runtime()
+    if args.doc:
+        chunks = fit_chunks(runtime, chunks, max_document_tokens(runtime))
+        if reuse and runtime.store.find(args.doc, runtime.model_key) is None:
+            log(f"ask: no cold KV for {args.doc} yet: prefilling it once ({len(chunks)} chunks)")
+            runtime.precompute(args.doc, chunks)
+        segments = runtime.document_segments(args.doc, chunks, args.question)
+    else:
+        pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in evidence]
+        segments = runtime.evidence_segments(pieces, args.question)
+    answer = runtime.answer(segments, args.max_new_tokens, reuse=reuse)
+    stats = answer.stats
+    if stats["integrity_errors"]:
+        log(f"ask: {stats['integrity_errors']} corrupted cold KV span(s) detected and recomputed")
+    result = {"answer": answer.text, "evidence": evidence[:args.k] if args.doc else evidence,
+              "stats": stats}
+    human = (f"{answer.text}\n\n-- ttft {stats['ttft_s']:.3f} s, total {stats['total_s']:.3f} s, "
+             f"{stats['prompt_tokens']} prompt tokens: {stats['prefill_tokens_computed']} computed, "
+             f"{stats['kv_tokens_loaded_cold']} loaded from the cold tier")
+    emit(result, args.json, human=human)
+    return 0

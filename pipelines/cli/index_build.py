@@ -1,0 +1,102 @@
+"""`h3 index-build --path DIR [...]`: register every PDF as a document partition and materialise
+the ingestion job through Dagster (the persistent instance of this H3_HOME, so runs show in the UI).
+
+Speed: Dagster's per-run cost (~1-2 s) would dominate small documents, so new documents are
+ingested `--batch-size` at a time, one run per partition range; every stage handles a document
+failure inside the run, so one bad file still fails alone. If a whole batch run fails (a crash,
+not a bad document), its documents are retried one run each so that the culprit is isolated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from pipelines.cli.output import CliError, emit, log, progress
+
+# Dagster's console logger at DEBUG prints every event; the runs' full logs stay in the instance.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("index-build", help="ingest the PDFs under the given paths through Dagster")
+    p.add_argument("--path", action="append", required=True, help="folder or PDF (repeatable)")
+    p.add_argument("--batch-size", type=int, default=16,
+                   help="documents per Dagster run (1: one run per document)")
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
+           job=None) -> dict:
+    """Registers and ingests; returns the INTERFACES.md index-build report (no printing).
+
+    `job`: the Dagster job to run (default: `ingest_documents` from the code location)."""
+    from pipelines.definitions import defs
+    from pipelines.instance import get_instance
+    from pipelines.partitions import add_partitions, contiguous_batches, range_tags
+    from pipelines.registry import find_pdfs, register_many
+    from resources.store import open_store
+
+    files, missing = find_pdfs(paths)
+    if missing:
+        raise CliError(f"--path does not exist: {', '.join(missing)}")
+    store = open_store()
+    instance = get_instance()
+    registrations = register_many(store, files)
+    todo = [r.doc_id for r in registrations if r.state in ("new", "retry")]
+    add_partitions(instance, todo)
+    job = job or defs.resolve_job_def("ingest_documents")
+    run_ids: list[str] = []
+    batches = contiguous_batches(instance, todo, max(1, batch_size))
+    for batch in progress(batches, len(batches), "ingesting", show_progress):
+        result = job.execute_in_process(run_config=QUIET, instance=instance,
+                                        tags=range_tags(batch), raise_on_error=False)
+        run_ids.append(result.run_id)
+        if not result.success and len(batch) > 1:
+            log(f"index-build: run {result.run_id} failed; retrying its {len(batch)} documents "
+                "one run each")
+            for doc_id in batch:
+                single = job.execute_in_process(run_config=QUIET, instance=instance,
+                                                tags=range_tags([doc_id]), raise_on_error=False)
+                run_ids.append(single.run_id)
+    return _report(store, registrations, run_ids)
+
+
+def _report(store, registrations: list, run_ids: list[str]) -> dict:
+    from resources.store import sql_str
+
+    ids = sorted({r.doc_id for r in registrations if r.doc_id})
+    rows = {r["doc_id"]: r for r in store.rows(
+        "documents", f"doc_id IN ({', '.join(sql_str(i) for i in ids)})",
+        ["doc_id", "status", "reason", "pages"])} if ids else {}
+    documents = []
+    for r in registrations:
+        row = rows.get(r.doc_id) if r.doc_id else None
+        if r.state == "failed":
+            status, reason = "failed", r.reason
+        elif r.state == "unchanged":
+            status, reason = "unchanged", None
+        elif row is None or row["status"] != "ok":
+            status = "failed"
+            reason = (row or {}).get("reason") or f"{r.source}: ingestion did not complete"
+        else:
+            status, reason = "ok", None
+        documents.append({"doc_id": r.doc_id, "source": r.source, "status": status,
+                          "pages": (row or {}).get("pages"), "reason": reason})
+    count = {s: sum(d["status"] == s for d in documents) for s in ("ok", "failed", "unchanged")}
+    return {"documents": documents, **count, "run_ids": run_ids}
+
+
+def run(args: argparse.Namespace) -> int:
+    t0 = time.perf_counter()
+    report = ingest(args.path, args.batch_size, show_progress=not args.json)
+    report["seconds"] = round(time.perf_counter() - t0, 2)
+    lines = [f"{d['status']:>9}  {d['source']}" + (f"  ({d['pages']} pages)" if d["pages"] else "")
+             + (f"\n           {d['reason']}" if d["reason"] else "") for d in report["documents"]]
+    lines.append(f"ok {report['ok']}, failed {report['failed']}, unchanged {report['unchanged']}"
+                 f" in {report['seconds']} s; Dagster runs: {', '.join(report['run_ids']) or '-'}")
+    emit(report, args.json, human="\n".join(lines))
+    for d in report["documents"]:
+        if d["status"] == "failed":
+            log(f"h3 index-build: {d['reason']}")
+    return 1 if report["failed"] else 0

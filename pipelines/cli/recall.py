@@ -1,0 +1,63 @@
+"""`h3 recall QUERY [...] [--queries-file F] [--k 5] [--mode auto|text|structure|relation]`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from pipelines.cli.output import CliError, emit
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("recall", help="intent-driven recall over the cold store")
+    p.add_argument("queries", nargs="*", metavar="QUERY")
+    p.add_argument("--queries-file", help="one query per line (or JSONL with a 'query' field)")
+    p.add_argument("--k", type=int, default=5, help="hits per query")
+    p.add_argument("--mode", default="auto", choices=["auto", "text", "structure", "relation"])
+    p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+
+
+def read_queries(path: str) -> list[str]:
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as exc:
+        raise CliError(f"--queries-file {path}: {exc.strerror or exc}") from exc
+    out = []
+    for line in filter(None, (ln.strip() for ln in lines)):
+        out.append(json.loads(line)["query"] if line.startswith("{") else line)
+    return out
+
+
+def _human(results: list[dict]) -> str:
+    lines = []
+    for r in results:
+        lines.append(f"> {r['query']}   [{', '.join(r['intent'])}; {r['latency_ms']} ms]")
+        for i, h in enumerate(r["hits"], 1):
+            box = ", ".join(f"{v:.0f}" for v in h["bbox"])
+            text = " ".join(h["text"].split())[:110]
+            lines.append(f"  {i}. {Path(h['source']).name} p.{h['page']} [{box}] {h['kind']} "
+                         f"({h['score']:.3f}): {text}")
+        if not r["hits"]:
+            lines.append("  (no hits)")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from resources.recall import recall
+    from resources.store import open_store
+
+    queries = list(args.queries) + (read_queries(args.queries_file) if args.queries_file else [])
+    if not queries:
+        raise CliError("give at least one QUERY or --queries-file")
+    if args.k < 1:
+        raise CliError(f"--k must be >= 1, got {args.k}")
+    store = open_store()
+    if store.count_rows("chunks") == 0:
+        raise CliError("the cold store is empty: run `h3 index-build --path DIR` first")
+    try:
+        results = recall(store, queries, k=args.k, mode=args.mode)
+    except ValueError as exc:
+        raise CliError(str(exc)) from exc
+    emit(results, args.json, human=_human(results))
+    return 0

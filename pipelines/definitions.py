@@ -1,0 +1,58 @@
+"""The Dagster code location of H³: this file only assembles (assets, jobs, sensors, resources)."""
+
+from __future__ import annotations
+
+from dagster import Definitions, in_process_executor
+
+from assets.analysis import cross_document_checks, document_summary, key_facts
+from assets.chunks import chunks
+from assets.documents import documents
+from assets.embeddings import embeddings
+from assets.figures import figures
+from assets.kv import document_kv
+from assets.layout import layout
+from assets.ocr import ocr
+from assets.reindex import store_indexes
+from assets.store import cold_store
+from assets.tables import tables
+from pipelines.deletion import delete_documents
+from pipelines.jobs import compress_job, ingest_job
+from pipelines.jobs_analysis import cross_check_job, prefill_and_analyse_job
+from pipelines.schedules import reindex_job, reindex_schedule
+from pipelines.semantic import SEMANTIC_ASSETS, SEMANTIC_CHECKS
+from pipelines.sensors import inbox_sensor
+from resources.json_io import JsonOutputIOManager
+from resources.models.embedder import SbertEmbedderResource
+from resources.models.layout import LayoutModelResource
+from resources.models.ocr import OcrResource
+from resources.runtime import H3RuntimeResource
+from resources.staging_io import JsonStagingIOManager
+from resources.store import ColdStoreResource
+
+INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store]
+
+REUSE_ASSETS = [document_kv, document_summary, key_facts, cross_document_checks]
+
+OPERATIONS_ASSETS = [store_indexes]  # the re-index schedule's (pipelines/schedules.py)
+
+ASSETS = [*INGESTION_ASSETS, *SEMANTIC_ASSETS, *REUSE_ASSETS, *OPERATIONS_ASSETS]
+JOBS = [ingest_job, compress_job, prefill_and_analyse_job, cross_check_job, reindex_job,
+        delete_documents]
+SCHEDULES = [reindex_schedule]
+SENSORS = [inbox_sensor]
+RESOURCES = {
+    "store": ColdStoreResource(),
+    # Dagster's default IO manager pickles outputs; ours writes JSON (no pickle in H3_HOME).
+    "io_manager": JsonOutputIOManager(),
+    "staging_io": JsonStagingIOManager(),
+    "embedder": SbertEmbedderResource(),
+    "layout_model": LayoutModelResource(),
+    "ocr_engine": OcrResource(),
+    "h3_runtime": H3RuntimeResource(),
+}
+
+# Runs launched from the UI, the sensor or the schedule execute in one process, as the CLI's
+# do: on a small machine the multiprocess default re-imports torch and reloads the models for
+# every step (~20-40 s each). Scale out with a k8s/celery executor instead (README).
+defs = Definitions(assets=ASSETS, asset_checks=SEMANTIC_CHECKS, jobs=JOBS, sensors=SENSORS,
+                   schedules=SCHEDULES, resources=RESOURCES, executor=in_process_executor)

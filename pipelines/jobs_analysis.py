@@ -1,0 +1,26 @@
+"""Jobs of the reuse and analysis stages (kept apart from ingestion: prefilling a document's KV
+costs ~10 s per 1K tokens on 2 CPU cores, so `h3 index-build` does not wait for it).
+
+- `prefill_and_analyse`: per document, the cold-tier KV then its summary and key facts.
+- `cross_check_documents`: the cross-document check over every analysed document.
+"""
+
+from __future__ import annotations
+
+from dagster import AssetSelection, define_asset_job
+
+from assets.partitioning import DOCUMENTS_PARTITIONS
+
+prefill_and_analyse_job = define_asset_job(
+    "prefill_and_analyse",
+    selection=AssetSelection.assets("document_kv", "document_summary", "key_facts"),
+    partitions_def=DOCUMENTS_PARTITIONS,
+    description="Document KV prefilled once into the cold tier, then summary + key facts "
+                "generated over it (cold reuse).",
+)
+
+cross_check_job = define_asset_job(
+    "cross_check_documents",
+    selection=AssetSelection.assets("cross_document_checks"),
+    description="Checks that amounts, dates and parties agree across the analysed documents.",
+)

@@ -1,0 +1,100 @@
+"""Finding PDFs and registering them as documents (a `pending` row + a Dagster partition).
+
+Shared by `h3 index-build` and the inbox sensor, so both treat files the same way: unchanged
+bytes are skipped, a changed file becomes a new document that replaces the old one when stored.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ontology.ids import content_hash, doc_id_for_bytes
+from resources.store import ColdStore
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    doc_id: str | None
+    source: str  # the path as given
+    path: str  # absolute path, what the store records
+    state: str  # "new" | "retry" | "unchanged" | "failed"
+    reason: str | None = None
+
+
+def find_pdfs(paths: list[str]) -> tuple[list[Path], list[str]]:
+    """(PDF files under the paths, sorted; paths that do not exist)."""
+    found: list[Path] = []
+    missing: list[str] = []
+    for given in paths:
+        p = Path(given)
+        if p.is_file():
+            found.append(p)
+        elif p.is_dir():
+            found += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() == ".pdf")
+        else:
+            missing.append(given)
+    return list(dict.fromkeys(found)), missing
+
+
+def register(store: ColdStore, path: Path, retry_failed: bool = True) -> Registration:
+    """Registers one file. Unchanged (same bytes already stored ok) -> nothing is written; same
+    bytes that failed before -> tried again only with `retry_failed` (the sensor passes False so
+    it does not retry a bad file on every tick)."""
+    absolute = str(path.resolve())
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        return Registration(None, str(path), absolute, "failed",
+                            f"{path}: cannot read: {exc.strerror or exc}")
+    doc_id = doc_id_for_bytes(data)
+    existing = store.get_document(doc_id)
+    if existing is not None and existing.get("status") == "ok":
+        return Registration(doc_id, str(path), absolute, "unchanged")
+    if existing is not None and existing.get("status") == "failed" and not retry_failed:
+        return Registration(doc_id, str(path), absolute, "failed", existing.get("reason"))
+    store.upsert_document({
+        "doc_id": doc_id, "source": absolute, "content_hash": content_hash(data),
+        "status": "pending", "reason": None, "pages": None, "title": None,
+        "metadata_json": "{}", "bytes": len(data), "updated_at": time.time()})
+    return Registration(doc_id, str(path), absolute, "retry" if existing else "new")
+
+
+def register_many(store: ColdStore, paths: list[Path]) -> list[Registration]:
+    """`register` for many files with three store operations in all (one read, one delete, one
+    append) instead of three per file: each LanceDB write is a commit."""
+    from resources.store import sql_str
+
+    read: list[tuple[Path, str, bytes | None, str | None]] = []
+    for path in paths:
+        try:
+            read.append((path, str(path.resolve()), path.read_bytes(), None))
+        except OSError as exc:
+            read.append((path, str(path.resolve()), None,
+                         f"{path}: cannot read: {exc.strerror or exc}"))
+    ids = {doc_id_for_bytes(data) for _, _, data, _ in read if data is not None}
+    existing = {r["doc_id"]: r for r in store.rows(
+        "documents", f"doc_id IN ({', '.join(sql_str(i) for i in sorted(ids))})",
+        ["doc_id", "status"])} if ids else {}
+    out: list[Registration] = []
+    pending: dict[str, dict] = {}
+    for path, absolute, data, error in read:
+        if data is None:
+            out.append(Registration(None, str(path), absolute, "failed", error))
+            continue
+        doc_id = doc_id_for_bytes(data)
+        before = existing.get(doc_id)
+        if before is not None and before["status"] == "ok":
+            out.append(Registration(doc_id, str(path), absolute, "unchanged"))
+            continue
+        pending[doc_id] = {
+            "doc_id": doc_id, "source": absolute, "content_hash": content_hash(data),
+            "status": "pending", "reason": None, "pages": None, "title": None,
+            "metadata_json": "{}", "bytes": len(data), "updated_at": time.time()}
+        out.append(Registration(doc_id, str(path), absolute, "retry" if before else "new"))
+    if pending:
+        store.delete_where("documents",
+                           f"doc_id IN ({', '.join(sql_str(i) for i in sorted(pending))})")
+        store.add("documents", list(pending.values()))
+    return out

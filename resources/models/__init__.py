@@ -1,0 +1,1 @@
+"""Model resources (SBERT embedder, layout model, tesseract OCR); each model loads once per process."""

@@ -1,0 +1,191 @@
+"""Text in -> entity mentions + relation edges, each with its provenance (doc, page, bbox,
+sentence). Works on `TextUnit`s (one layout region's text: it lies on one page inside one box),
+so every mention and edge points at the box where a reader finds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ontology.document import BBox
+from ontology.entities import NAME_TYPES, entity_id, type_for_spacy_label
+from ontology.relations import Edge
+from resources.nlp import zh
+from resources.nlp.aliases import resolve_aliases
+from resources.nlp.pipeline import chinese, english, is_chinese
+from resources.nlp.relations import find_relations, mask
+
+# "the company", "the bank's": refers to the organisation named last before it in the region.
+_ORG_ANAPHOR = re.compile(
+    r"\b(?:the|The|its|Its)\s+(?:company|firm|group|bank|carrier|maker|operator|lender|insurer|"
+    r"airline|studio|retailer|startup|start-up|manufacturer|automaker|carmaker|chipmaker|"
+    r"supplier|brewer|publisher|developer|conglomerate|business)"
+    r"(?=\b)(?:'s|’s)?"
+)
+_LEADING_NOISE_POS = {"ADV", "ADP", "DET", "PRON", "CCONJ", "SCONJ", "VERB", "AUX", "PUNCT"}
+
+
+@dataclass(frozen=True, slots=True)
+class TextUnit:
+    doc_id: str
+    page: int
+    bbox: BBox
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    entity_id: str
+    text: str
+    type: str
+    doc_id: str
+    page: int
+    bbox: BBox
+    sentence: str
+    start: int  # character offsets in the sentence
+    end: int
+    anaphor: bool = False  # "the company" standing for the last named organisation
+
+
+@dataclass(slots=True)
+class Extraction:
+    mentions: list[Mention] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+
+
+def extract(units: Iterable[TextUnit], batch_size: int = 64) -> Extraction:
+    """Entities and relations of one document's text units (all units share a doc_id), in
+    reading order.
+
+    Guarantees: every edge has doc, page, bbox and its sentence; every mention's entity_id is
+    `ontology.entities.entity_id` of its (alias-resolved) name, so the same entity in another
+    document gets the same id. A name recognised once is recognised everywhere in the document
+    (the small NER model misses names at sentence starts). English and Chinese units are routed
+    to their own rules.
+    """
+    units = [dataclasses.replace(u, text=_one_line(u.text)) for u in units
+             if u.text and u.text.strip()]
+    out = Extraction()
+    english_units = [u for u in units if not is_chinese(u.text)]
+    if english_units:
+        sentences = []  # (unit, sentence text, [(start, end, text, type)])
+        docs = english().pipe([u.text for u in english_units], batch_size=batch_size)
+        for unit, doc in zip(english_units, docs, strict=True):
+            sentences.extend((unit, text, spans) for text, spans in _sentence_spans(doc))
+        gazetteer = _names(sentences)
+        last_org: tuple[str, str] | None = None  # carried across units, in reading order
+        for unit, sentence, spans in sentences:
+            spans = _add_known_names(sentence, spans, gazetteer)
+            last_org = _relate(unit, sentence, spans, out, last_org)
+    for unit in (u for u in units if is_chinese(u.text)):
+        for sent in chinese()(unit.text).sents:
+            m, e = zh.extract_sentence(sent.text, unit.doc_id, unit.page, unit.bbox)
+            out.mentions.extend(m)
+            out.edges.extend(e)
+    return resolve_aliases(out)
+
+
+def _one_line(text: str) -> str:
+    """PDF text breaks lines mid-sentence: join them (CJK lines without a space)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    out = ""
+    for ln in lines:
+        joiner = "" if (out and is_chinese(out[-1]) and is_chinese(ln[0])) else " "
+        out = f"{out}{joiner}{ln}" if out else ln
+    return re.sub(r"[ \t]+", " ", out)
+
+
+def _sentence_spans(doc):
+    """(sentence, [(start, end, text, type)]) per sentence, offsets relative to the sentence."""
+    for sent in doc.sents:
+        sentence = sent.text.strip()
+        if not sentence:
+            continue
+        offset = sent.start_char + (len(sent.text) - len(sent.text.lstrip()))
+        spans = []
+        for ent in sent.ents:
+            type_name = type_for_spacy_label(ent.label_)
+            ent = _trim(ent) if type_name else None
+            if ent is not None:
+                spans.append((ent.start_char - offset, ent.end_char - offset, ent.text, type_name))
+        yield sentence, spans
+
+
+def _names(sentences) -> dict[str, str]:
+    """Names (of name types, two words or more, or one capitalised word of 4+ letters) found
+    anywhere in the document -> their type."""
+    names: dict[str, str] = {}
+    for _, _, spans in sentences:
+        for _, _, text, type_name in spans:
+            if type_name in NAME_TYPES and (" " in text or (len(text) >= 4 and text[0].isupper())):
+                names.setdefault(text, type_name)
+    return names
+
+
+def _add_known_names(sentence: str, spans, gazetteer: dict[str, str]):
+    """Adds occurrences of the document's known names that the NER missed in this sentence."""
+    spans = list(spans)
+    for name, type_name in gazetteer.items():
+        for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", sentence):
+            if not any(s < m.end() and m.start() < e for s, e, *_ in spans):
+                spans.append((m.start(), m.end(), name, type_name))
+    return sorted(spans)
+
+
+def _relate(unit: TextUnit, sentence: str, spans, out: Extraction,
+            last_org: tuple[str, str] | None) -> tuple[str, str] | None:
+    """Appends one sentence's mentions and edges to `out`; returns the last organisation named
+    (text, type), the antecedent of a later "the company"."""
+    anaphors = _anaphors(sentence, spans, last_org)
+    mentions = []
+    for start, end, text, type_name in sorted(spans + anaphors):
+        is_anaphor = (start, end, text, type_name) in anaphors
+        name = last_org[0] if is_anaphor and last_org else text
+        mentions.append(Mention(entity_id(type_name, name), name, type_name, unit.doc_id,
+                                unit.page, unit.bbox, sentence, start, end, is_anaphor))
+        # the NER often labels a company PERSON-like types; people and places never antecede
+        if type_name in NAME_TYPES and type_name not in ("PERSON", "GPE") and not is_anaphor:
+            last_org = (text, type_name)
+    out.mentions.extend(m for m in mentions if not m.anaphor)
+    masked = mask(sentence, [(m.start, m.end) for m in mentions])
+    for match in find_relations(masked, [m.type for m in mentions]):
+        head, tail = mentions[match.head], mentions[match.tail]
+        if head.entity_id != tail.entity_id:
+            out.edges.append(Edge(head.entity_id, tail.entity_id, match.relation, head.text,
+                                  tail.text, unit.doc_id, unit.page, unit.bbox, sentence,
+                                  rule=match.rule))
+    return last_org
+
+
+def _trim(ent):
+    """Drops a leading adverb/determiner the ruler swallowed ("Yesterday Acme Ltd") and a
+    trailing possessive ("Acme's"); None if nothing is left."""
+    start, end = ent.start, ent.end
+    while start < end - 1 and ent.doc[start].pos_ in _LEADING_NOISE_POS:
+        start += 1
+    if ent.doc[end - 1].text in ("'s", "’s", "'") and end - start > 1:
+        end -= 1
+    span = ent.doc[start:end]
+    text = span.text.strip()
+    if not text or not any(c.isalnum() for c in text):
+        return None
+    return span
+
+
+def _anaphors(sentence: str, spans, last_org) -> list[tuple[int, int, str, str]]:
+    """'the company' mentions that stand for the last organisation named in this region."""
+    if last_org is None and not any(t == "ORG" for *_, t in spans):
+        return []
+    taken = [(s, e) for s, e, *_ in spans]
+    out = []
+    for m in _ORG_ANAPHOR.finditer(sentence):
+        if any(s < m.end() and m.start() < e for s, e in taken):
+            continue
+        # only an organisation named *before* this point can be its antecedent
+        before = [sp for sp in spans if sp[1] <= m.start() and sp[3] == "ORG"]
+        if before or last_org is not None:
+            out.append((m.start(), m.end(), m.group(0), "ORG"))
+    return out

@@ -1,0 +1,110 @@
+"""Relation recall: entities named in the query -> their knowledge-graph neighbours -> the
+sentences that state each edge (hit bbox = the region holding the sentence).
+
+"Which company did Northwind Robotics acquire?" names one entity (found by its normalised name
+or an alias in the `entities` table) and asks for one relation (`acquired`, from the ontology's
+query words); edges of that relation touching the entity rank first, with the entity on the
+side the question implies; other edges of the entity follow as context.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from ontology.document import Hit
+from ontology.entities import NAME_TYPES, normalise_name
+from ontology.relations import RELATIONS_BY_NAME
+from resources.graph.build import MENTIONS
+from resources.graph.tables import EDGES, ENTITIES
+from resources.recall.intent import detect_relations, query_entities
+from resources.recall.router import RecallContext, register_intent
+from resources.store.base import ColdStore, sql_str
+
+# "who acquired X", "X was acquired by": the named entity is the tail of the asked relation
+_ASKS_FOR_HEAD = re.compile(
+    r"\bwho\s+(?:has\s+|had\s+)?(?:acquired|bought|purchased|owns|founded|supplies|took over)\b|"
+    r"\b(?:acquired|bought|purchased|founded|owned|supplied)\s+by\b|\bsubsidiary of which\b|"
+    r"\bparent\b|\bwho\s+(?:is|are)\s+(?:the\s+)?suppliers?\b", re.IGNORECASE)
+_CACHE: dict[str, tuple[tuple, dict[str, list[str]]]] = {}
+_LOCK = threading.Lock()
+
+
+def gazetteer(store: ColdStore) -> dict[str, list[str]]:
+    """normalised name or alias -> entity ids (cached until the entities table changes)."""
+    key = str(getattr(store, "path", id(store)))
+    ok = store.ok_doc_ids()  # nodes of deleted or failed documents name nothing recallable
+    version = (store.count_rows(ENTITIES.name), store.count_rows(EDGES.name), len(ok))
+    with _LOCK:
+        cached = _CACHE.get(key)
+        if cached and cached[0] == version:
+            return cached[1]
+    names: dict[str, list[str]] = {}
+    columns = ["entity_id", "name", "type", "aliases", "doc_ids"]
+    for node in store.rows(ENTITIES.name, columns=columns):
+        if node["type"] not in NAME_TYPES or not ok.intersection(node["doc_ids"] or []):
+            continue  # dates and amounts take part in no relation
+        for form in {node["name"], *(node["aliases"] or [])}:
+            norm = normalise_name(form, "ORG")
+            if len(norm) >= 2 and not norm.isdigit():
+                ids = names.setdefault(norm, [])
+                if node["entity_id"] not in ids:
+                    ids.append(node["entity_id"])
+    with _LOCK:
+        _CACHE[key] = (version, names)
+    return names
+
+
+def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
+    """Edges touching the entities the query names, best first (see the module docstring)."""
+    ids = query_entities(query, gazetteer(ctx.store))
+    if not ids:
+        return []
+    asked = detect_relations(query)
+    asks_for_head = bool(_ASKS_FOR_HEAD.search(query))
+    id_list = ", ".join(sql_str(i) for i in ids)
+    rows = ctx.store.rows(
+        EDGES.name, f"relation != {sql_str(MENTIONS)} AND "
+                    f"(head_id IN ({id_list}) OR tail_id IN ({id_list}))")
+    scored = []
+    for row in rows:
+        if row["doc_id"] not in ctx.ok_doc_ids:
+            continue
+        named_is_head = row["head_id"] in ids
+        rel = RELATIONS_BY_NAME[row["relation"]]
+        score = 0.35  # a neighbour the question did not ask about: context, below good text
+        if row["relation"] in asked:
+            score = 1.5
+            # the side the question names: "which company did X acquire" names the head;
+            # "who is the CEO of X" names an organisation, the tail of ceo_of
+            named_should_be_head = (not asks_for_head) and rel.head_types != ("PERSON",)
+            if rel.symmetric or named_is_head == named_should_be_head:
+                score += 0.3
+        score += 0.05 * (row["head_id"] in ids and row["tail_id"] in ids)
+        scored.append((score, row))
+    scored.sort(key=lambda sr: (-sr[0], sr[1]["doc_id"], sr[1]["page"], sr[1]["edge_id"]))
+    hits = []
+    for score, row in scored[:k]:
+        entities = ({"text": row["head_text"], "label": row["head_type"], "role": "head",
+                     "relation": row["relation"]},
+                    {"text": row["tail_text"], "label": row["tail_type"], "role": "tail",
+                     "relation": row["relation"]})
+        hits.append(Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
+                        page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
+                        kind="text", text=row["sentence"], score=score, via="relation",
+                        entities=entities))
+    return hits
+
+
+def detect_relation(query: str) -> bool:
+    """Fires when the query names an entity of the knowledge graph (of the default store,
+    $H3_HOME/lancedb: the router's detectors see only the query)."""
+    try:
+        from resources.store import open_store
+
+        return bool(query_entities(query, gazetteer(open_store())))
+    except Exception:  # no store yet: nothing to relate
+        return False
+
+
+register_intent("relation", relation_recall, detect=detect_relation)

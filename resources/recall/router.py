@@ -1,0 +1,118 @@
+"""The recall router: `recall(store, queries, k, mode)` runs the intents a query calls for and
+merges their hits.
+
+An intent is a handler `(ctx, query, k) -> list[Hit]` plus a detector `(query) -> bool` used by
+mode "auto". "text" always fires in auto mode; other areas register "structure" and "relation":
+
+    from resources.recall import register_intent
+    register_intent("structure", my_handler, detect=lambda q: "table" in q.lower())
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ontology.document import Hit
+from resources.store.base import ColdStore
+
+MODES = ("auto", "text", "structure", "relation")
+# Modules that register intents when imported (missing ones are skipped: not built yet).
+INTENT_MODULES = ("resources.recall.text", "resources.recall.structure",
+                  "resources.recall.relation")
+
+
+@dataclass
+class RecallContext:
+    """What a handler may use. `ok_doc_ids`: the only documents it may return."""
+
+    store: ColdStore
+    ok_doc_ids: set[str]
+    doc_sources: dict[str, str]
+    embed: Callable[[Sequence[str]], np.ndarray]  # texts -> (N, 384) unit vectors
+    cache: dict = field(default_factory=dict)  # per-query scratch (e.g. the query vector)
+
+    def query_vector(self, query: str) -> np.ndarray:
+        if query not in self.cache:
+            self.cache[query] = self.embed([query])[0]  # (384,)
+        return self.cache[query]
+
+
+@dataclass(frozen=True)
+class Intent:
+    name: str
+    handler: Callable[[RecallContext, str, int], list[Hit]]
+    detect: Callable[[str], bool]
+    always_in_auto: bool = False
+
+
+INTENTS: dict[str, Intent] = {}
+
+
+def register_intent(name: str, handler: Callable[[RecallContext, str, int], list[Hit]],
+                    detect: Callable[[str], bool] | None = None,
+                    always_in_auto: bool = False) -> None:
+    """Adds or replaces an intent. `detect` decides whether it fires in mode "auto"."""
+    INTENTS[name] = Intent(name, handler, detect or (lambda q: False), always_in_auto)
+
+
+def _load_intents() -> None:
+    for module in INTENT_MODULES:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+
+
+def make_context(store: ColdStore, embed: Callable | None = None) -> RecallContext:
+    from resources.models.embedder import get_embedder
+
+    docs = store.rows("documents", "status = 'ok'", ["doc_id", "source"])
+    return RecallContext(store=store, ok_doc_ids={d["doc_id"] for d in docs},
+                         doc_sources={d["doc_id"]: d["source"] for d in docs},
+                         embed=embed or get_embedder().encode)
+
+
+def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "auto",
+           ctx: RecallContext | None = None) -> list[dict]:
+    """One result per query, in order: {"query", "intent", "latency_ms", "hits": [...]}.
+
+    Never returns rows of documents whose ingestion has not completed (status != ok)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown recall mode {mode!r}; allowed: {', '.join(MODES)}")
+    _load_intents()
+    if mode != "auto" and mode not in INTENTS:
+        raise ValueError(f"recall mode {mode!r} is not available (no handler registered); "
+                         f"available: {', '.join(sorted(INTENTS))}")
+    ctx = ctx or make_context(store)
+    results = []
+    for query in queries:
+        t0 = time.perf_counter()
+        fired = ([i for i in INTENTS.values() if i.always_in_auto or i.detect(query)]
+                 if mode == "auto" else [INTENTS[mode]])
+        hits: list[Hit] = []
+        for intent in fired:
+            hits += intent.handler(ctx, query, k)
+        hits = [h for h in hits if h.doc_id in ctx.ok_doc_ids]
+        hits = _dedupe(sorted(hits, key=lambda h: -h.score))[:k]
+        results.append({"query": query, "intent": [i.name for i in fired],
+                        "latency_ms": round((time.perf_counter() - t0) * 1000, 2),
+                        "hits": [h.to_json() for h in hits]})
+    return results
+
+
+def _dedupe(hits: list[Hit]) -> list[Hit]:
+    """Drops a hit that repeats an earlier one (same doc, page, box) from another intent."""
+    seen: set[tuple] = set()
+    kept = []
+    for h in hits:
+        key = (h.doc_id, h.page, tuple(round(v) for v in h.bbox))
+        if key not in seen:
+            seen.add(key)
+            kept.append(h)
+    return kept

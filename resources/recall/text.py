@@ -1,0 +1,110 @@
+"""Text recall over chunks: dense (SBERT cosine), full-text (BM25), reciprocal-rank fusion, and a
+feature rerank of the fused pool. Variants are selectable so the benchmark compares them."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from ontology.document import Hit
+from resources.recall.router import RecallContext, register_intent
+
+VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank")
+DEFAULT_VARIANT = "hybrid+rerank"
+RRF_K = 60  # the constant of Cormack et al. (2009); damps the head of each list
+COLUMNS = ["doc_id", "chunk_id", "page", "bbox", "text", "kind", "section", "vector"]
+STOPWORDS = frozenset(
+    "a an and are as at be by does do for from how in is it its of on or says say show shows "
+    "that the this to was were what when where which who why with me about there their".split())
+_TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?")
+_FTS_UNSAFE = re.compile(r"[^\w\s.]")
+
+
+def terms(text: str) -> list[str]:
+    """Lower-cased content words and numbers (stop words dropped)."""
+    return [t for t in _TOKEN.findall(text.lower()) if t not in STOPWORDS and len(t) > 1]
+
+
+def _stem(term: str) -> str:
+    return term if term[0].isdigit() else term[:5]  # crude, cheap, language-agnostic-ish
+
+
+def coverage(query_terms: list[str], text: str) -> float:
+    """Share of the query's content terms (prefix-stemmed) that occur in the text."""
+    if not query_terms:
+        return 0.0
+    have = {_stem(t) for t in terms(text)}
+    return sum(_stem(t) in have for t in query_terms) / len(query_terms)
+
+
+def dense(ctx: RecallContext, query: str, n: int) -> list[dict]:
+    return ctx.store.vector_search("chunks", ctx.query_vector(query), n, columns=COLUMNS)
+
+
+def fulltext(ctx: RecallContext, query: str, n: int) -> list[dict]:
+    cleaned = " ".join(_FTS_UNSAFE.sub(" ", query).split())
+    return ctx.store.text_search("chunks", cleaned, n, columns=COLUMNS) if cleaned else []
+
+
+def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
+    """Reciprocal-rank fusion of ranked lists of chunk rows (keyed by chunk_id)."""
+    score: dict[str, float] = {}
+    rows: dict[str, dict] = {}
+    for lst in ranked:
+        for rank, row in enumerate(lst):
+            cid = row["chunk_id"]
+            score[cid] = score.get(cid, 0.0) + 1.0 / (RRF_K + rank + 1)
+            rows.setdefault(cid, row)
+    return sorted(((rows[c], s) for c, s in score.items()), key=lambda rs: -rs[1])
+
+
+def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
+           bm25: dict[str, float]) -> list[tuple[dict, float]]:
+    """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
+    cosine to the query, the BM25 score relative to the best one, and how many of the query's
+    content words the chunk contains."""
+    if not fused:
+        return []
+    q = ctx.query_vector(query)  # (384,)
+    vecs = np.asarray([row["vector"] for row, _ in fused], dtype=np.float32)  # (P, 384)
+    cos = vecs @ q  # (P,)
+    top_bm25 = max(bm25.values(), default=0.0) or 1.0
+    q_terms = terms(query)
+    scored = []
+    for (row, _), c in zip(fused, cos, strict=True):
+        s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"])
+             + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25)
+        scored.append((row, s))
+    return sorted(scored, key=lambda rs: -rs[1])
+
+
+def text_recall(ctx: RecallContext, query: str, k: int,
+                variant: str = DEFAULT_VARIANT) -> list[Hit]:
+    """The top-k chunk hits of one query with the given variant (see VARIANTS)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown text recall variant {variant!r}; allowed: {VARIANTS}")
+    pool = max(4 * k, 20)  # over-fetch: rows of documents not yet ok are filtered out below
+    ranked: list[tuple[dict, float]]
+    if variant == "dense":
+        ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool)]
+    elif variant == "fulltext":
+        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool)]
+    else:
+        d, f = dense(ctx, query, pool), fulltext(ctx, query, pool)
+        ranked = rrf(d, f)
+        if variant == "hybrid+rerank":
+            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f})
+    hits = []
+    for row, score in ranked:
+        if row["doc_id"] not in ctx.ok_doc_ids:
+            continue
+        hits.append(Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
+                        page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
+                        kind=row["kind"], text=row["text"], score=score, via="text"))
+        if len(hits) == k:
+            break
+    return hits
+
+
+register_intent("text", text_recall, detect=lambda q: True, always_in_auto=True)

@@ -1,0 +1,85 @@
+"""Token-level PCA calibrated on this corpus's own token vectors (not a generic projection).
+
+`hbf.compression_pca_dim` sets the output dimension and must be >= 128 (h3_runtime.config
+refuses less); `fit_pca` checks it again so a caller passing a number directly gets the same
+clear error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from h3_runtime.config import ConfigError
+
+MIN_PCA_DIM = 128
+
+
+@dataclass(frozen=True)
+class PcaModel:
+    mean: np.ndarray  # (D,)
+    components: np.ndarray  # (k, D), rows orthonormal, by decreasing variance
+    explained_variance_ratio: np.ndarray  # (k,)
+    n_fit: int  # token vectors the fit saw
+
+    @property
+    def dim(self) -> int:
+        return int(self.components.shape[0])
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        """(N, D) -> (N, k) float32."""
+        return ((x - self.mean) @ self.components.T).astype(np.float32)  # (N, k)
+
+    def save(self, path: Path, lineage: dict | None = None) -> None:
+        from resources.semantic.artifacts import save_tensors
+
+        save_tensors(path, {"mean": self.mean, "components": self.components,
+                            "explained_variance_ratio": self.explained_variance_ratio},
+                     {"n_fit": self.n_fit, **(lineage or {})})
+
+    @classmethod
+    def load(cls, path: Path) -> PcaModel:
+        from resources.semantic.artifacts import load_tensors
+
+        t, meta = load_tensors(path)
+        return cls(t["mean"], t["components"], t["explained_variance_ratio"], int(meta["n_fit"]))
+
+
+def check_dim(dim: int, input_dim: int | None = None) -> None:
+    """Raises ConfigError for a dimension below 128 (or above the input's)."""
+    if not isinstance(dim, int) or dim < MIN_PCA_DIM:
+        raise ConfigError(
+            f"hbf.compression_pca_dim must be an integer >= {MIN_PCA_DIM} (smaller loses too much "
+            f"of the token space), got {dim!r}")
+    if input_dim is not None and dim > input_dim:
+        raise ConfigError(f"hbf.compression_pca_dim={dim} exceeds the token vectors' "
+                          f"dimension {input_dim}")
+
+
+def fit_pca(x: np.ndarray, dim: int, max_samples: int = 200_000, seed: int = 0) -> PcaModel:
+    """Fits on (N, D) token vectors (a seeded sample of at most `max_samples` rows).
+
+    Exact: the eigen-decomposition of the (D, D) covariance, in float64."""
+    check_dim(dim, x.shape[1])
+    if x.shape[0] < 2:
+        raise ValueError(f"PCA needs at least 2 token vectors, got {x.shape[0]}")
+    rng = np.random.default_rng(seed)
+    if x.shape[0] > max_samples:
+        x = x[rng.choice(x.shape[0], size=max_samples, replace=False)]
+    xt = torch.from_numpy(np.asarray(x, dtype=np.float64))  # (N, D)
+    mean = xt.mean(dim=0)  # (D,)
+    centred = xt - mean  # (N, D)
+    cov = centred.T @ centred / max(1, xt.shape[0] - 1)  # (D, D)
+    evals, evecs = torch.linalg.eigh(cov)  # ascending
+    order = torch.argsort(evals, descending=True)
+    evals, evecs = evals[order].clamp(min=0), evecs[:, order]
+    # a deterministic sign per component (eigenvectors are defined up to sign)
+    signs = torch.sign(evecs[evecs.abs().argmax(dim=0), torch.arange(evecs.shape[1])])
+    evecs = evecs * torch.where(signs == 0, torch.ones_like(signs), signs)
+    ratio = evals / evals.sum().clamp(min=1e-12)
+    return PcaModel(mean.numpy().astype(np.float32),
+                    evecs[:, :dim].T.contiguous().numpy().astype(np.float32),  # (k, D)
+                    ratio[:dim].numpy().astype(np.float32), int(xt.shape[0]))

@@ -1,0 +1,12 @@
+"""The LanceDB cold store: table registry, abstract base, LanceDB implementation, Dagster resource.
+
+Outside Dagster: `from resources.store import open_store; store = open_store()`.
+"""
+
+from resources.store.base import ColdStore, sql_str
+from resources.store.lance import LanceColdStore
+from resources.store.resource import ColdStoreResource, open_store
+from resources.store.tables import TABLES, TableSpec, register_table
+
+__all__ = ["ColdStore", "ColdStoreResource", "LanceColdStore", "TABLES", "TableSpec",
+           "open_store", "register_table", "sql_str"]

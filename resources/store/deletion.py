@@ -1,0 +1,121 @@
+"""Removing one document from everything H³ keeps about it (plain Python, no Dagster).
+
+A document leaves traces in four places: its rows in every doc-scoped cold-store table, the
+knowledge-graph nodes it supported (nodes are shared across documents, so they are recomputed
+from the edges that remain, and a node nobody else mentions disappears), files under H3_HOME
+(figure crops, token vectors, staged payloads) and its precomputed KV in the cold tier.
+`purge_document` clears all four; the Dagster partition is removed by
+`pipelines.deletion.delete_document`, which wraps this.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from h3_runtime.home import under_home
+from resources.staging_io import drop_staged
+from resources.store.base import ColdStore, sql_str
+
+DOC_ID = re.compile(r"^[0-9a-f]{16}$")  # ontology.ids.doc_id_for_bytes: 16 lowercase hex
+
+
+@dataclass
+class PurgeReport:
+    doc_id: str
+    rows: dict[str, int] = field(default_factory=dict)  # rows removed per table
+    entities_removed: list[str] = field(default_factory=list)  # nodes only this doc supported
+    entities_refreshed: int = 0  # shared nodes recomputed without this document
+    cross_checks_removed: int = 0
+    files_removed: int = 0  # figure crops, token vectors, staged payloads
+    kv_removed: list[str] = field(default_factory=list)  # cold-tier KV keys dropped
+
+    def as_dict(self) -> dict:
+        return {"doc_id": self.doc_id, "rows": self.rows,
+                "entities_removed": len(self.entities_removed),
+                "entities_refreshed": self.entities_refreshed,
+                "cross_checks_removed": self.cross_checks_removed,
+                "files_removed": self.files_removed, "kv_removed": len(self.kv_removed)}
+
+
+def check_doc_id(doc_id: str) -> str:
+    """Refuses anything but a document id (so no path trick reaches the file removals)."""
+    if not isinstance(doc_id, str) or not DOC_ID.match(doc_id):
+        raise ValueError(f"not a document id: {doc_id!r} (expected 16 lowercase hex characters)")
+    return doc_id
+
+
+def purge_document(store: ColdStore, doc_id: str, kv_root: Path | None = None) -> PurgeReport:
+    """Removes every trace of `doc_id` except its Dagster partition; returns what was removed.
+
+    Idempotent: purging a document that is not there removes nothing and does not fail.
+    Order: the entity ids and KV keys are read first (they are found through the rows being
+    deleted), then rows go, then nodes are recomputed from the remaining edges."""
+    check_doc_id(doc_id)
+    report = PurgeReport(doc_id)
+    touched = _entities_of(store, doc_id)
+    kv_keys = {r["kv_key"] for r in store.rows("kv_blocks", f"doc_id = {sql_str(doc_id)}",
+                                               ["kv_key"])} if "kv_blocks" in store.table_names() \
+        else set()
+    report.rows = {t: n for t, n in store.delete_document(doc_id).items() if n}
+    if touched:
+        from resources.graph.store import refresh_nodes
+
+        report.entities_refreshed = refresh_nodes(store, sorted(touched))
+        remaining = {r["entity_id"] for r in store.rows(
+            "entities", f"entity_id IN ({', '.join(sql_str(e) for e in sorted(touched))})",
+            ["entity_id"])}
+        report.entities_removed = sorted(touched - remaining)
+    report.cross_checks_removed = _drop_cross_checks(store, doc_id)
+    report.files_removed = _remove_files(doc_id)
+    report.kv_removed = _drop_cold_kv(doc_id, kv_keys, kv_root)
+    return report
+
+
+def _entities_of(store: ColdStore, doc_id: str) -> set[str]:
+    if "edges" not in store.table_names():
+        return set()
+    edges = store.rows("edges", f"doc_id = {sql_str(doc_id)}", ["head_id", "tail_id"])
+    return {e for r in edges for e in (r["head_id"], r["tail_id"]) if not e.startswith("doc:")}
+
+
+def _drop_cross_checks(store: ColdStore, doc_id: str) -> int:
+    """Cross-document findings that cite the document are void without it."""
+    if "cross_checks" not in store.table_names():
+        return 0
+    return store.delete_where("cross_checks", f"array_has(doc_ids, {sql_str(doc_id)})")
+
+
+def _remove_files(doc_id: str) -> int:
+    removed = drop_staged(doc_id)
+    figures = under_home("figures", doc_id)
+    if figures.is_dir():
+        removed += sum(1 for p in figures.rglob("*") if p.is_file())
+        shutil.rmtree(figures)
+    tokens = under_home("semantic", "tokens", f"{doc_id}.npz")
+    if tokens.exists():
+        tokens.unlink()
+        removed += 1
+    return removed
+
+
+def _drop_cold_kv(doc_id: str, keys: set[str], kv_root: Path | None) -> list[str]:
+    """Drops the document's precomputed KV: the keys indexed in `kv_blocks`, plus any folder
+    whose meta.json names the document (KV stored by a run that died before indexing it)."""
+    from h3_runtime.reuse.store import DocKVStore  # torch: only when a document is removed
+
+    if kv_root is None:
+        from resources.runtime import doc_kv_root
+        from resources.settings import load_config
+
+        kv_root = doc_kv_root(load_config())
+    if not kv_root.is_dir():
+        return []
+    kv = DocKVStore(kv_root, max_bytes=1)  # max_bytes only matters for put, never called here
+    found = {key for _, _, key in kv.entries()
+             if key in keys or getattr(kv.meta(key), "doc_id", None) == doc_id}
+    for key in sorted(found):
+        kv.drop(key)
+    return sorted(found)

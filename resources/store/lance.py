@@ -1,0 +1,154 @@
+"""The real cold store: LanceDB tables under $H3_HOME/lancedb (plain Python, no Dagster)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+import pyarrow as pa
+
+from resources.store.base import ColdStore, Row
+from resources.store.tables import TABLES
+
+# Below this many rows a flat (exact) vector scan takes a few ms; above it an ANN index pays off.
+ANN_MIN_ROWS = 20_000
+# Rows appended since the full-text index was built are still searched (flat); merge them into
+# the index once there are this many.
+FTS_MERGE_ROWS = 2_000
+_ANN_TYPES = {"IVF_PQ": "IVF_PQ", "HNSW": "IVF_HNSW_SQ"}
+
+
+class LanceColdStore(ColdStore):
+    """LanceDB implementation. Handles are cached; every read sees the latest committed version
+    (read_consistency_interval=0), so a CLI process and a Dagster run never read stale rows."""
+
+    def __init__(self, path: str | Path, ann_index_type: str = "IVF_PQ") -> None:
+        import lancedb
+
+        self.path = Path(path)
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.ann_index_type = _ANN_TYPES.get(ann_index_type, "IVF_PQ")
+        self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
+        self._tables: dict = {}
+        self._lock = threading.Lock()
+
+    # ---- tables ----
+    def table_names(self) -> list[str]:
+        listing = self._db.list_tables()
+        names = getattr(listing, "tables", listing)
+        return sorted(str(n) for n in names)
+
+    def _open(self, name: str, create: bool = False):
+        with self._lock:
+            if name in self._tables:
+                return self._tables[name]
+            if name in self.table_names():
+                table = self._db.open_table(name)
+            elif create and name in TABLES:
+                table = self._db.create_table(name, schema=TABLES[name].schema, exist_ok=True)
+            else:
+                return None
+            self._tables[name] = table
+            return table
+
+    def has_column(self, table: str, column: str) -> bool:
+        handle = self._open(table)
+        return handle is not None and column in handle.schema.names
+
+    # ---- writes ----
+    def add(self, table: str, rows: Sequence[Row]) -> int:
+        if len(rows) == 0:
+            return 0
+        handle = self._open(table, create=True)
+        if handle is None:
+            raise KeyError(f"cold store: no table {table!r} and no registered spec to create it")
+        data = pa.Table.from_pylist(list(rows), schema=handle.schema)
+        handle.add(data)
+        return data.num_rows
+
+    def delete_where(self, table: str, where: str) -> int:
+        handle = self._open(table)
+        if handle is None:
+            return 0
+        matching = handle.count_rows(where)
+        if matching:
+            handle.delete(where)
+        return matching
+
+    # ---- reads ----
+    def rows(self, table: str, where: str | None = None, columns: Sequence[str] | None = None,
+             limit: int | None = None) -> list[Row]:
+        handle = self._open(table)
+        if handle is None:
+            return []
+        query = handle.search().limit(limit)  # limit None: every matching row
+        if where:
+            query = query.where(where)
+        if columns:
+            query = query.select(list(columns))
+        return query.to_arrow().to_pylist()
+
+    def count_rows(self, table: str) -> int:
+        handle = self._open(table)
+        return 0 if handle is None else handle.count_rows()
+
+    def vector_search(self, table: str, vector: Sequence[float], k: int,
+                      where: str | None = None, columns: Sequence[str] | None = None) -> list[Row]:
+        handle = self._open(table)
+        if handle is None or handle.count_rows() == 0:
+            return []
+        query = handle.search(list(map(float, vector))).distance_type("cosine").limit(k)
+        if where:
+            query = query.where(where, prefilter=True)
+        if columns:
+            query = query.select(list(columns) + ["_distance"])
+        return query.to_list()
+
+    def text_search(self, table: str, query: str, k: int, where: str | None = None,
+                    columns: Sequence[str] | None = None) -> list[Row]:
+        handle = self._open(table)
+        if handle is None or not self._fts_index(handle) or not query.strip():
+            return []
+        builder = handle.search(query, query_type="fts").limit(k)
+        if where:
+            builder = builder.where(where, prefilter=True)
+        if columns:
+            builder = builder.select(list(columns) + ["_score"])
+        return builder.to_list()
+
+    # ---- indexes ----
+    @staticmethod
+    def _fts_index(handle) -> object | None:
+        return next((ix for ix in handle.list_indices() if ix.index_type == "FTS"), None)
+
+    def ensure_indexes(self, table: str) -> dict[str, str]:
+        spec = TABLES.get(table)
+        handle = self._open(table)
+        done: dict[str, str] = {}
+        if spec is None or handle is None or handle.count_rows() == 0:
+            return done
+        indices = handle.list_indices()
+        for column in spec.fts_columns:
+            existing = next((ix for ix in indices if ix.index_type == "FTS"
+                             and column in ix.columns), None)
+            if existing is None:
+                with warnings.catch_warnings():  # create_fts_index is the stable spelling here
+                    warnings.simplefilter("ignore")
+                    handle.create_fts_index(column, replace=True)
+                done[column] = "fts created"
+            elif (existing.num_unindexed_rows or 0) >= FTS_MERGE_ROWS:
+                handle.optimize()
+                done[column] = "fts merged"
+        column = spec.vector_column
+        if column and handle.count_rows() >= ANN_MIN_ROWS and not any(
+                column in ix.columns for ix in indices if ix.index_type != "FTS"):
+            handle.create_index(metric="cosine", vector_column_name=column,
+                                index_type=self.ann_index_type)
+            done[column] = f"ann {self.ann_index_type} created"
+        return done
+
+    def bytes_on_disk(self) -> int:
+        return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())

@@ -1,0 +1,52 @@
+"""Section-aware chunking and region assembly (pure functions, no models)."""
+
+from __future__ import annotations
+
+from assets._chunking import build_chunks, build_regions
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def region(i: int, page: int, kind: str, text: str, y: float = 0.0) -> dict:
+    return {"doc_id": "d", "region_id": f"d:p{page}:r{i}", "page": page, "kind": kind,
+            "bbox": [10.0, y, 100.0, y + 10], "text": text, "order": i}
+
+
+def test_titles_start_sections_and_pages_split_chunks():
+    regions = [region(0, 1, "title", "Intro"), region(1, 1, "text", "alpha beta", 20),
+               region(2, 1, "title", "Method", 40), region(3, 1, "text", "gamma", 60),
+               region(4, 2, "text", "delta epsilon", 0), region(5, 2, "footer", "page 2", 90)]
+    chunks = build_chunks("d", regions, words, max_tokens=50)
+    assert [(c["page"], c["section"], c["text"]) for c in chunks] == [
+        (1, "Intro", "Intro\nalpha beta"), (1, "Method", "Method\ngamma"),
+        (2, "Method", "delta epsilon")]
+    assert chunks[0]["bbox"] == [10.0, 0.0, 100.0, 30.0]  # union of title and paragraph
+    assert chunks[0]["region_ids"] == ["d:p1:r0", "d:p1:r1"]
+
+
+def test_budget_tables_and_long_text():
+    long_text = ". ".join(f"sentence {i} has five words" for i in range(30))
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * 2} |" for i in range(40))
+    regions = [region(0, 1, "text", "one two three"), region(1, 1, "text", "four five six"),
+               region(2, 1, "table", table), region(3, 1, "text", long_text)]
+    chunks = build_chunks("d", regions, words, max_tokens=20)
+    assert chunks[0]["text"] == "one two three\nfour five six"
+    tables = [c for c in chunks if c["kind"] == "table"]
+    assert len(tables) > 1 and all(c["text"].startswith("| a | b |") for c in tables)
+    assert all(c["token_count"] <= 30 for c in chunks)
+    assert " ".join(c["text"] for c in chunks if c["kind"] == "text").count("sentence") == 30
+
+
+def test_blocks_inside_a_table_are_folded_into_it():
+    layout = {"layout": [{"page": 1, "blocks": {"blocks": [
+        {"x_1": 0, "y_1": 0, "x_2": 100, "y_2": 10, "text": "Heading", "type": "title"},
+        {"x_1": 10, "y_1": 50, "x_2": 40, "y_2": 60, "text": "cell 1", "type": "table"},
+        {"x_1": 0, "y_1": 200, "x_2": 100, "y_2": 210, "text": "after", "type": "text"}]}}]}
+    tables = {"tables": [{"page": 1, "bbox": [0, 40, 200, 120], "rows": [["cell 1", "x"]],
+                          "markdown": "| cell 1 | x |", "origin": "find_tables"}]}
+    rows = build_regions("d", layout, tables, {"figures": []}, {"ocr_pages": []})
+    assert [(r["kind"], r["text"]) for r in rows] == [
+        ("title", "Heading"), ("table", "| cell 1 | x |"), ("text", "after")]
+    assert [r["order"] for r in rows] == [0, 1, 2]

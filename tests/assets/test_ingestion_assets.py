@@ -1,0 +1,79 @@
+"""Ingestion stages materialised with `materialize(...)` on the small real PDFs of the corpus."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dagster import DagsterInstance, materialize
+
+from assets.chunks import chunks
+from assets.documents import documents
+from assets.figures import figures
+from assets.layout import layout
+from assets.ocr import ocr
+from assets.tables import tables
+from pipelines.definitions import RESOURCES
+from pipelines.registry import register
+from resources.models.ocr import OcrResource
+from resources.store import open_store
+
+
+def _materialize(pdf: Path, assets: list, resources: dict | None = None):
+    store = open_store()
+    doc_id = register(store, pdf).doc_id
+    instance = DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions("documents", [doc_id])
+    result = materialize(assets, partition_key=doc_id, instance=instance,
+                         resources={**RESOURCES, **(resources or {})})
+    assert result.success
+    return doc_id, result
+
+
+@pytest.mark.slow
+def test_text_table_figure_stages(h3_home, sample_corpus):
+    doc_id, result = _materialize(sample_corpus / "annual_report.pdf",
+                                  [documents, layout, tables, figures, ocr, chunks])
+    doc = result.output_for_node("documents")[doc_id]
+    assert (doc["pages"], doc["text_pages"]) == (3, [True, True, True])
+    assert doc["title"] == "Northwind Robotics Annual Report 2023"
+
+    page2 = result.output_for_node("layout")[doc_id]["layout"][1]["blocks"]["blocks"]
+    assert any(b["type"] == "title" and b["text"] == "Quarterly results" for b in page2)
+
+    found = result.output_for_node("tables")[doc_id]["tables"]
+    table = next(t for t in found if t["origin"] == "find_tables")
+    assert table["page"] == 2 and table["rows"][0] == ["Quarter", "Revenue", "New orders"]
+    assert ["Q4 2023", "14.2", "16.8"] in table["rows"]  # decimals intact (MODELS.md caveat)
+
+    figs = result.output_for_node("figures")[doc_id]["figures"]
+    fig = next(f for f in figs if f["page"] == 2)
+    assert fig["caption"].startswith("Figure 1: Revenue by quarter")
+    assert Path(fig["image_path"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert h3_home in Path(fig["image_path"]).parents
+
+    out = result.output_for_node("chunks")[doc_id]
+    by_text = {c["text"]: c for c in out["chunks"]}
+    first = next(c for t, c in by_text.items() if "48.7 million euros" in t)
+    assert first["page"] == 1 and first["section"] == "Letter to shareholders"
+    x0, y0, x1, y1 = first["bbox"]
+    assert 0 <= x0 < x1 <= 595.3 and 0 <= y0 < y1 <= 842
+    assert any(c["kind"] == "table" and c["page"] == 2 and "14.2" in c["text"]
+               for c in out["chunks"])
+    assert all(c["token_count"] <= 300 for c in out["chunks"])
+
+
+@pytest.mark.slow
+def test_ocr_reads_the_scanned_page_and_can_be_switched_off(h3_home, sample_corpus):
+    pdf = sample_corpus / "field_notes_scan.pdf"
+    doc_id, result = _materialize(pdf, [documents, ocr])
+    pages = result.output_for_node("ocr")[doc_id]["ocr_pages"]
+    assert [p["page"] for p in pages] == [2]
+    text = " ".join(q["text"] for q in pages[0]["paragraphs"]).lower()
+    assert "corrosion" in text and "pier" in text
+    assert all(0 <= q["bbox"][0] < q["bbox"][2] <= 596 for q in pages[0]["paragraphs"])
+
+    doc_id, off = _materialize(pdf, [documents, ocr], {"ocr_engine": OcrResource(enabled=False)})
+    assert off.output_for_node("ocr")[doc_id] | {"stage_seconds": 0} == {
+        "source": str(pdf.resolve()), "ocr_pages": [], "skipped_pages": [2], "status": "ok",
+        "stage_seconds": 0}

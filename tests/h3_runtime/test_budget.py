@@ -1,0 +1,62 @@
+"""The hot budget is never exceeded, whatever the budget and the prompt length; a 64K-token
+prompt runs through a tiny Llama with a hot budget <= 5% of its full KV."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from h3_runtime.engine import H3Engine
+from h3_runtime.kvcache.geometry import BudgetTooSmallError
+from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
+
+MODEL = tiny_llama(layers=2)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+@given(budget_tokens=st.integers(40, 2000), prompt_len=st.integers(1, 700),
+       block=st.sampled_from([8, 16, 32]), chunk=st.sampled_from([16, 64, 512]),
+       new_tokens=st.integers(1, 6))
+def test_hot_peak_never_exceeds_budget(tmp_path_factory, budget_tokens, prompt_len, block, chunk,
+                                       new_tokens):
+    budget = budget_tokens * kv_bytes_per_token(MODEL)
+    cfg = {"runtime": {"block_tokens": block, "prefill_chunk_tokens": chunk, "recent_tokens": 64}}
+    try:
+        engine = H3Engine(model=MODEL, hbm_size_gb=budget / 2**30, config=cfg,
+                          cold_storage_path=tmp_path_factory.mktemp("kv"))
+    except BudgetTooSmallError:
+        return  # refused up front with a clear error: nothing can exceed
+    ids = torch.randint(0, 128, (1, prompt_len), generator=torch.Generator().manual_seed(prompt_len))
+    out = engine.generate(ids, max_new_tokens=new_tokens, return_ids=True)
+    s = engine.stats()
+    assert len(out) == new_tokens
+    assert s["hot_peak_bytes"] <= s["hot_budget_bytes"] == int(budget / 2**30 * 2**30)
+    assert s["tokens"] == prompt_len + new_tokens - 1
+
+
+def test_budget_too_small_is_a_clear_error(tmp_path):
+    with pytest.raises(BudgetTooSmallError, match="hbm_size_gb"):
+        H3Engine(model=MODEL, hbm_size_gb=1e-9, cold_storage_path=tmp_path)
+
+
+@pytest.mark.slow
+def test_64k_prompt_with_hot_budget_under_5_percent(tmp_path):
+    n = 65_536
+    full = n * kv_bytes_per_token(MODEL)
+    budget = int(full * 0.05)
+    cfg = {"runtime": {"block_tokens": 64, "prefill_chunk_tokens": 512, "recent_tokens": 256}}
+    engine = H3Engine(model=MODEL, hbm_size_gb=budget / 2**30, config=cfg,
+                      cold_storage_path=tmp_path / "kv")
+    ids = torch.randint(0, 128, (1, n), generator=torch.Generator().manual_seed(0))
+    t0 = time.perf_counter()
+    out = engine.generate(ids, max_new_tokens=8, return_ids=True)
+    s = engine.stats()
+    print(f"64K prompt: {time.perf_counter() - t0:.1f} s, hot peak {s['hot_peak_bytes']} B of "
+          f"budget {s['hot_budget_bytes']} B, full KV {s['full_kv_bytes']} B")
+    assert len(out) == 8 and s["tokens"] == n + 7
+    assert s["hot_peak_bytes"] <= s["hot_budget_bytes"] <= 0.05 * s["full_kv_bytes"]
+    assert s["warm_bytes"] + s["cold_bytes"] >= 0.9 * full  # the rest lives in warm / cold

@@ -1,0 +1,140 @@
+"""Tier round trips are bit-exact and leave the source untouched; the cold tier verifies every
+load, survives a restart, respects its size cap (LRU)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+
+from h3_runtime.kvcache.block import KVBlock, chain_hashes, content_key
+from h3_runtime.kvcache.checksum import IntegrityError, block_checksum
+from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.hot import HotBudgetError, HotPool
+from h3_runtime.kvcache.tiers import HotSlots, TierFullError, WarmTier
+
+
+def make_block(seed: int, dtype=torch.float32, shape=(3, 16, 8)) -> KVBlock:
+    g = torch.Generator().manual_seed(seed)
+    k = torch.randn(shape, generator=g).to(dtype)
+    v = torch.randn(shape, generator=g).to(dtype)
+    return KVBlock(k, v, block_checksum(k, v))
+
+
+def hot_slots(n_slots: int, T: int = 16, pool: HotPool | None = None) -> HotSlots:
+    k = torch.zeros(3, n_slots * T, 8)
+    return HotSlots(k, torch.zeros_like(k), torch.full((n_slots * T,), float("-inf")), T,
+                    pool or HotPool(10**9))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_round_trip_hot_warm_cold_is_bit_exact_and_source_untouched(tmp_path, dtype):
+    src = make_block(1, dtype)
+    k0, v0 = src.keys.clone(), src.values.clone()
+    warm, cold, hot = WarmTier(10**8), ColdStore(tmp_path, 10**8), hot_slots(2)
+    warm.store("b", src)
+    src_after = (src.keys.clone(), src.values.clone())
+    from_warm = warm.load("b")
+    cold.store("b", from_warm)
+    from_cold = cold.load("b")
+    hot.k = hot.k.to(dtype)
+    hot.v = hot.v.to(dtype)
+    hot.store("b", from_cold)
+    from_hot = hot.load("b")
+    for got in (from_warm, from_cold, from_hot):
+        assert torch.equal(got.keys, k0) and torch.equal(got.values, v0)
+        assert got.keys.dtype == dtype
+    assert torch.equal(src_after[0], k0) and torch.equal(src.keys, k0) and torch.equal(src.values, v0)
+    # the warm copy is a copy: writing to it does not reach the source
+    from_warm.keys.add_(1)
+    assert torch.equal(src.keys, k0)
+
+
+def test_tiers_report_medium_capacity_usage(tmp_path):
+    warm, cold, hot = WarmTier(10**6), ColdStore(tmp_path, 10**6), hot_slots(4)
+    b = make_block(2)
+    for tier in (warm, cold, hot):
+        tier.store(7, b) if tier is not cold else tier.store("k7", b)
+        d = tier.describe()
+        assert d["medium"] in ("hot", "warm", "cold") and d["usage_bytes"] >= b.nbytes
+        assert d["capacity_bytes"] >= d["usage_bytes"]
+    assert hot.lookup(7) and warm.lookup(7) and cold.lookup("k7")
+    hot.drop(7), warm.drop(7), cold.drop("k7")
+    assert hot.usage_bytes == warm.usage_bytes == cold.usage_bytes == 0
+
+
+def test_hot_slots_scripted_fill_and_evict():
+    hot = hot_slots(2)
+    hot.store(1, make_block(1))
+    hot.store(2, make_block(2))
+    with pytest.raises(TierFullError):
+        hot.store(3, make_block(3))
+    hot.drop(1)
+    hot.store(3, make_block(3), masked_prefix=4)
+    assert sorted(hot.slot_of) == [2, 3]
+    s = hot.slot_of[3] * 16
+    assert torch.isinf(hot.bias[s : s + 4]).all() and (hot.bias[s + 4 : s + 16] == 0).all()
+
+
+def test_hot_pool_refuses_over_budget():
+    pool = HotPool(1000)
+    pool.reserve(600, "a")
+    with pytest.raises(HotBudgetError):
+        pool.reserve(401, "b")
+    assert pool.used_bytes == 600 and pool.peak_bytes == 600
+
+
+def test_warm_tier_full_raises():
+    warm = WarmTier(make_block(0).nbytes)
+    warm.store(0, make_block(0))
+    with pytest.raises(TierFullError):
+        warm.store(1, make_block(1))
+
+
+def test_cold_reuse_after_restart(tmp_path):
+    ColdStore(tmp_path, 10**8).store("abc", make_block(5))
+    again = ColdStore(tmp_path, 10**8)  # a new process: index rebuilt from the folder
+    assert again.lookup("abc") and again.usage_bytes > 0
+    assert torch.equal(again.load("abc").keys, make_block(5).keys)
+
+
+def test_cold_cap_evicts_least_recently_used(tmp_path):
+    size = ColdStore(tmp_path / "probe", 10**8)
+    size.store("x", make_block(0))
+    one = size.usage_bytes
+    cold = ColdStore(tmp_path / "c", 3 * one + 100)  # header sizes vary by a few bytes
+    for i in range(3):
+        cold.store(f"k{i}", make_block(i))
+    cold.touch("k0")  # k1 is now the least recently used
+    import os
+    import time
+    t = time.time()
+    os.utime(cold.path_for("k1"), (t - 100, t - 100))
+    cold._index["k1"] = (cold._index["k1"][0], t - 100)
+    cold.store("k3", make_block(3))
+    assert not cold.lookup("k1") and cold.lookup("k0") and cold.lookup("k3")
+    assert cold.usage_bytes <= cold.capacity_bytes and cold.evictions == 1
+
+
+@pytest.mark.parametrize("iteration", range(20))
+def test_cold_detects_every_bit_flip(tmp_path, iteration):
+    rng = random.Random(iteration)
+    cold = ColdStore(tmp_path, 10**8)
+    cold.store("blk", make_block(iteration))
+    path = cold.path_for("blk")
+    data = bytearray(path.read_bytes())
+    pos = rng.randrange(4, len(data))  # header or payload
+    data[pos] ^= 1 << rng.randrange(8)
+    path.write_bytes(bytes(data))
+    with pytest.raises(IntegrityError):
+        cold.load("blk")
+
+
+def test_content_keys_depend_on_whole_prefix_and_model():
+    a = chain_hashes("m1", list(range(64)), 16)
+    b = chain_hashes("m1", [99] + list(range(1, 64)), 16)
+    c = chain_hashes("m2", list(range(64)), 16)
+    assert len(a) == 4 and all(x != y for x, y in zip(a, b, strict=True))
+    assert a[0] != c[0] and chain_hashes("m1", list(range(70)), 16) == a
+    assert content_key(a[0], 1) != content_key(a[0], 2)

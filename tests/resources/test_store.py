@@ -1,0 +1,63 @@
+"""The LanceDB cold store: generic per-document deletion, visibility, search (real LanceDB)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from resources.store import LanceColdStore, TableSpec, register_table
+from resources.store.tables import EMBEDDING_DIM
+
+
+def _chunk(doc_id: str, i: int, text: str, vec: np.ndarray) -> dict:
+    return {"doc_id": doc_id, "chunk_id": f"{doc_id}:c{i}", "page": 1, "bbox": [0, 0, 10, 10],
+            "text": text, "section": "", "kind": "text", "token_count": 3, "region_ids": [],
+            "vector": vec.tolist()}
+
+
+def _unit(seed: int) -> np.ndarray:
+    v = np.random.default_rng(seed).standard_normal(EMBEDDING_DIM).astype(np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_delete_document_covers_tables_registered_later(tmp_path):
+    store = LanceColdStore(tmp_path / "db")
+    register_table(TableSpec("test_entities", pa.schema([
+        pa.field("doc_id", pa.string()), pa.field("text", pa.string())])))
+    for doc in ("a", "b"):
+        store.upsert_document({"doc_id": doc, "source": f"{doc}.pdf", "status": "ok"})
+        store.add("chunks", [_chunk(doc, 0, f"text of {doc}", _unit(1))])
+        store.add("test_entities", [{"doc_id": doc, "text": "Acme"}])
+    removed = store.delete_document("a")
+    assert removed == {"chunks": 1, "documents": 1, "test_entities": 1}
+    assert store.counts() == {"chunks": 1, "documents": 1, "test_entities": 1}
+    assert store.rows("test_entities")[0]["doc_id"] == "b"
+
+
+def test_upsert_replaces_row_and_ok_ids_follow_status(tmp_path):
+    store = LanceColdStore(tmp_path / "db")
+    store.upsert_document({"doc_id": "x", "source": "x.pdf", "status": "pending"})
+    assert store.ok_doc_ids() == set()
+    store.upsert_document({"doc_id": "x", "source": "x.pdf", "status": "ok"})
+    assert store.ok_doc_ids() == {"x"}
+    assert store.count_rows("documents") == 1
+
+
+def test_vector_and_full_text_search(tmp_path):
+    store = LanceColdStore(tmp_path / "db")
+    store.add("chunks", [_chunk("d", 0, "the pump pressure is 4 bar", _unit(1)),
+                         _chunk("d", 1, "the valve is painted red", _unit(2))])
+    assert store.ensure_indexes("chunks") == {"text": "fts created"}
+    store.add("chunks", [_chunk("d", 2, "a spare valve is in the shed", _unit(3))])  # unindexed
+    found = {r["chunk_id"] for r in store.text_search("chunks", "valve", 5)}
+    assert found == {"d:c1", "d:c2"}
+    nearest = store.vector_search("chunks", _unit(2), 1)
+    assert nearest[0]["chunk_id"] == "d:c1" and abs(nearest[0]["_distance"]) < 1e-5
+
+
+def test_quotes_in_values_are_escaped(tmp_path):
+    store = LanceColdStore(tmp_path / "db")
+    store.upsert_document({"doc_id": "q", "source": "it's.pdf", "status": "ok"})
+    from resources.store import sql_str
+
+    assert store.rows("documents", f"source = {sql_str(chr(105) + chr(116) + chr(39) + 's.pdf')}")

@@ -1,0 +1,178 @@
+"""The Dagster UI in a real browser: `dagster dev` on 127.0.0.1 (a free port, DAGSTER_HOME under
+a temporary H3_HOME), driven by headless Chromium (Debian's, through Playwright): the ingestion
+job's asset graph opens, "Materialize all" launches the backfill of the sample corpus, the run
+succeeds, and the assets show with their metadata. Screenshots: test-artifacts/ui/."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.conftest import SAMPLE_CORPUS, h3_home_env
+
+REPO = Path(__file__).resolve().parents[2]
+SHOTS = REPO / "test-artifacts" / "ui"
+CHROMIUM = os.environ.get("H3_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+LOCATION = "pipelines.definitions"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening_hosts(port: int) -> set[str]:
+    return {c.laddr.ip for c in psutil.net_connections("inet")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == port}
+
+
+def _wait_http(url: str, proc: subprocess.Popen, log: Path, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"dagster dev exited: {log.read_text()[-3000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=5) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(1)
+    raise AssertionError(f"dagster dev did not answer in {timeout_s} s: {log.read_text()[-3000:]}")
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Ends dagster dev and everything it started (webserver, daemon, code servers, run
+    workers), whatever state they are in."""
+    try:
+        family = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        family = []
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    for child in family:  # a child that left the group
+        try:
+            child.kill()
+        except psutil.NoSuchProcess:
+            pass
+    proc.wait(timeout=30)
+
+
+def _register_sample(home: Path, corpus: Path) -> list[str]:
+    """What the inbox sensor or `h3 index-build` does before a run: rows + partitions."""
+    from pipelines.instance import ensure_dagster_home, get_instance
+    from pipelines.partitions import add_partitions
+    from pipelines.registry import find_pdfs, register
+    from resources.store import open_store
+
+    with h3_home_env(home):
+        ensure_dagster_home()
+        store = open_store()
+        doc_ids = [register(store, f).doc_id for f in find_pdfs([str(corpus)])[0]]
+        add_partitions(get_instance(), doc_ids)
+    return doc_ids
+
+
+def _wait_for_run(home: Path, timeout_s: float) -> str:
+    from dagster import DagsterRunStatus
+
+    from pipelines.instance import get_instance
+
+    deadline = time.monotonic() + timeout_s
+    with h3_home_env(home):
+        instance = get_instance()
+        while time.monotonic() < deadline:
+            runs = instance.get_runs()
+            done = [r for r in runs if r.status in (DagsterRunStatus.SUCCESS,
+                                                    DagsterRunStatus.FAILURE,
+                                                    DagsterRunStatus.CANCELED)]
+            if done:
+                assert done[0].status == DagsterRunStatus.SUCCESS, done[0]
+                return done[0].run_id
+            time.sleep(2)
+    raise AssertionError(f"no ingestion run finished in {timeout_s} s")
+
+
+@pytest.mark.slow
+def test_ui_launches_ingestion_and_shows_assets(tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    if shutil.which(CHROMIUM) is None:
+        pytest.fail(f"{CHROMIUM} missing: `make install` installs Debian's chromium")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    home, corpus = tmp_path / "h3", tmp_path / "corpus"
+    shutil.copytree(SAMPLE_CORPUS, corpus)
+    doc_ids = _register_sample(home, corpus)
+    port, log = _free_port(), tmp_path / "dagster-dev.log"
+    env = {**os.environ, "H3_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    dagster = str(Path(sys.executable).with_name("dagster"))
+    with open(log, "w") as out:
+        proc = subprocess.Popen([dagster, "dev", "-h", "127.0.0.1", "-p", str(port),
+                                 "-w", str(REPO / "workspace.yaml")], cwd=REPO, env=env,
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(f"{base}/server_info", proc, log, 240)
+        assert _listening_hosts(port) == {"127.0.0.1"}  # never on a public interface
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1800, "height": 1000})
+            page.set_default_timeout(90_000)
+            # The first visit may show a newsletter prompt; dismiss it whenever it appears.
+            page.add_locator_handler(page.get_by_role("button", name="Skip"),
+                                     lambda button: button.click())
+
+            page.goto(f"{base}/locations/{LOCATION}/jobs/ingest_documents", timeout=120_000)
+            expect(page.get_by_text("documents", exact=True).first).to_be_visible()
+            expect(page.get_by_text("View 12 assets")).to_be_visible()
+            page.screenshot(path=SHOTS / "1-asset-graph.png")
+
+            page.get_by_role("button", name="Materialize all").click()
+            dialog = page.locator("[role=dialog]")
+            dialog.get_by_role("button", name="All", exact=True).click()
+            expect(dialog.get_by_text(f"{len(doc_ids)} partitions")).to_be_visible()
+            page.screenshot(path=SHOTS / "2-launch-backfill.png")
+            dialog.get_by_role("button", name="Launch backfill").click()
+            expect(dialog).to_be_hidden()
+
+            run_id = _wait_for_run(home, 540)
+            page.goto(f"{base}/runs/{run_id}")
+            expect(page.get_by_text("Success").first).to_be_visible()
+            expect(page.get_by_text("Loading run logs")).to_have_count(0)
+            page.screenshot(path=SHOTS / "3-run-success.png")
+
+            page.goto(f"{base}/assets/cold_store")
+            for key in ("documents_ok", "rows_chunks", "rows_regions", "preview"):
+                expect(page.get_by_text(key, exact=True).first).to_be_visible()
+            page.screenshot(path=SHOTS / "4-cold-store-metadata.png", full_page=True)
+            page.goto(f"{base}/locations/{LOCATION}/asset-groups/store")
+            expect(page.get_by_text("cold_store").first).to_be_visible()
+            page.screenshot(path=SHOTS / "5-store-group.png")
+            browser.close()
+    finally:
+        _stop(proc)
+    with h3_home_env(home):
+        from resources.store import open_store
+
+        assert open_store().ok_doc_ids() == set(doc_ids)
