@@ -34,7 +34,7 @@ def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: d
     for f in figures.get("figures", []):
         by_page.setdefault(f["page"], []).append(
             {"kind": "figure", "bbox": f["bbox"], "text": f["caption"] or f["text"],
-             "origin": "layout-model", "image_path": f["image_path"],
+             "origin": f.get("origin", "layout-model"), "image_path": f["image_path"],
              "extra_json": json.dumps({"caption": f["caption"], "inner_text": f["text"]})})
     for p in ocr.get("ocr_pages", []):
         by_page.setdefault(p["page"], []).extend(

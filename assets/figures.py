@@ -1,5 +1,6 @@
-"""Stage 4: figures. Boxes from the layout model and large embedded images, merged; each crop is
-saved as a PNG under $H3_HOME/figures/<doc_id>/ with its caption (nearest caption block)."""
+"""Stage 4: figures. Boxes from the layout model, embedded raster images and clustered vector
+drawings, de-duplicated (assets/_figure_boxes.py); each crop is saved as a PNG under
+$H3_HOME/figures/<doc_id>/ with its caption (nearest caption block)."""
 
 
 import re
@@ -9,26 +10,13 @@ import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import Payload, per_document, summary_metadata
+from assets._figure_boxes import figure_boxes
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from h3_runtime.home import under_home
 
 CROP_DPI = 110
 CAPTION_GAP = 60.0  # points between a figure and its caption
 CAPTION_START = re.compile(r"^\s*(fig(ure)?\.?|image|chart|photo)\s*\d*", re.IGNORECASE)
-
-
-def _merge(boxes: list[list[float]]) -> list[list[float]]:
-    """Unions boxes that overlap (a model box and the image under it are one figure)."""
-    merged: list[list[float]] = []
-    for box in sorted(boxes, key=lambda b: (b[1], b[0])):
-        for m in merged:
-            if min(m[2], box[2]) > max(m[0], box[0]) and min(m[3], box[3]) > max(m[1], box[1]):
-                m[:] = [min(m[0], box[0]), min(m[1], box[1]), max(m[2], box[2]),
-                        max(m[3], box[3])]
-                break
-        else:
-            merged.append(list(box))
-    return merged
 
 
 def find_caption(box: list[float], blocks: list[dict]) -> str:
@@ -46,21 +34,27 @@ def find_caption(box: list[float], blocks: list[dict]) -> str:
     return " ".join(best.split())
 
 
-def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path) -> list[dict]:
-    boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
+def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path,
+                 table_boxes: list[list[float]] | None = None) -> list[dict]:
+    """Figures of one page: crops saved under `out_dir`; `table_boxes` (the tables stage's) keep
+    table rulings from being taken for vector figures."""
+    blocks = page_layout["blocks"]["blocks"]
+    model = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
              for b in page_layout["detections"]["blocks"] if b["type"] == "figure"]
-    boxes += [list(b) for b in page_layout["images"]]
+    text_boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]] for b in blocks]
+    boxes = figure_boxes(page, model, text_boxes, table_boxes or [])
     found = []
-    for i, box in enumerate(_merge(boxes)):
+    for i, (box, origin) in enumerate(boxes):
         rect = pymupdf.Rect(box) & page.rect
-        if rect.is_empty or rect.width < 20 or rect.height < 20:
+        if rect.is_empty or (origin == "layout-model" and (rect.width < 20 or rect.height < 20)):
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"p{page.number + 1}-f{i}.png"
         page.get_pixmap(clip=rect, dpi=CROP_DPI).save(str(path))
         found.append({
             "page": page.number + 1, "bbox": [round(v, 2) for v in rect],
-            "image_path": str(path), "caption": find_caption(box, page_layout["blocks"]["blocks"]),
+            "image_path": str(path), "caption": find_caption(box, blocks),
+            "origin": "layout-model" if origin == "layout-model" else "pymupdf",
             "text": " ".join(page.get_text("text", clip=rect).split())[:1000],
         })
     return found
@@ -69,14 +63,19 @@ def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path) -> list[d
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="figures", io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Figure crops (PNG under $H3_HOME/figures) with bbox and caption.")
-def figures(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:
-    def one(doc_id: str, doc: Payload, lay: Payload) -> Payload:
+def figures(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict) -> dict:
+    def one(doc_id: str, doc: Payload, lay: Payload, tab: Payload) -> Payload:
         out_dir = under_home("figures", doc_id)
+        table_boxes: dict[int, list] = {}
+        for t in tab.get("tables") or []:
+            table_boxes.setdefault(t["page"], []).append(t["bbox"])
         with pymupdf.open(Path(doc["source"])) as pdf:
-            found = [f for p in lay["layout"] for f in page_figures(pdf[p["page"] - 1], p, out_dir)]
+            found = [f for p in lay["layout"]
+                     for f in page_figures(pdf[p["page"] - 1], p, out_dir,
+                                           table_boxes.get(p["page"], []))]
         return {"source": doc["source"], "figures": found}
 
-    results = per_document(context, one, documents, layout)
+    results = per_document(context, one, documents, layout, tables)
     preview = [{"doc_id": k, "page": f["page"], "caption": f["caption"] or "(none)",
                 "png": Path(f["image_path"]).name}
                for k, v in results.items() for f in (v.get("figures") or [])]

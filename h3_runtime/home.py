@@ -7,6 +7,7 @@ H3_HOMEs never interfere.
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 
@@ -20,9 +21,11 @@ def h3_home(create: bool = True) -> Path:
     if create:
         try:
             home.mkdir(parents=True, exist_ok=True)
-            probe = home / ".write-probe"
+            # One probe name per process and thread: with a shared name, concurrent commands
+            # (20 `h3 recall` at once) removed each other's probe and reported "not writable".
+            probe = home / f".write-probe-{os.getpid()}-{threading.get_ident()}"
             probe.write_bytes(b"ok")
-            probe.unlink()
+            probe.unlink(missing_ok=True)
         except OSError as exc:
             raise H3HomeError(f"H3_HOME {home} is not writable: {exc.strerror or exc}") from exc
     return home

@@ -33,7 +33,7 @@ def passkey_prompt(tok, n_tokens: int, depth: float, key: int) -> list[int]:
     """Chat-formatted passkey prompt of exactly n_tokens ids with the needle at `depth`."""
     enc = lambda s: tok(s, add_special_tokens=False).input_ids  # noqa: E731
     head = enc("<|im_start|>user\nThere is an important info hidden inside a lot of irrelevant "
-               "text. Find it and memorize it. I will quiz you about the important information.")
+               "text. Find it and memorize it.")
     needle = enc(f" The pass key is {key}. Remember it. {key} is the pass key. ")
     question = enc(" What is the pass key?<|im_end|>\n<|im_start|>assistant\nThe pass key is")
     body = n_tokens - len(head) - len(needle) - len(question)
@@ -68,7 +68,7 @@ def _run_variant(engine: H3Engine, ids: list[int], max_new: int) -> dict:
 
 def run_needle(out_dir: Path, quick: bool) -> dict:
     lengths = [2048] if quick else [2048, 4096, 8192]
-    depths = [0.25, 0.75] if quick else [0.1, 0.3, 0.5, 0.7, 0.9]
+    depths = [0.5] if quick else [0.1, 0.3, 0.5, 0.7, 0.9]
     max_new = 8
     base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "needle-kv",
                     config=BENCH_CONFIG)

@@ -6,8 +6,8 @@ tests/fixtures/recall_queries.jsonl.
 Ingestion variants, each into a fresh H3_HOME in this process, models loaded once beforehand:
 - `batched`: what `h3 index-build` does (one Dagster run per 16 documents), issue-2 stages only;
 - `per_document`: one Dagster run per document (shows Dagster's per-run cost);
-- `layout_all_pages` (not in --quick): the layout model on every page, not only on pages with
-  images or vector graphics.
+- `layout_all_pages` (only with H3_BENCH_LAYOUT_ALL=1): the layout model on every page, not
+  only on pages with images or vector graphics.
 Stages other areas add to `ingest_documents` (entities, CLIP...) are left out: their cost is
 theirs to measure.
 """
@@ -102,7 +102,7 @@ def _ingest_variant(home: Path, corpus: Path, batch_size: int, job) -> dict:
     with h3_home_env(home):
         cpu0 = _cpu_seconds()
         t0 = time.perf_counter()
-        report = ingest([str(corpus)], batch_size=batch_size, job=job)
+        report = ingest([str(corpus)], batch_size=batch_size, job=job, compress=False)
         wall = time.perf_counter() - t0
         cpu = _cpu_seconds() - cpu0
         instance = get_instance()
@@ -219,16 +219,22 @@ def run(out_dir: Path, quick: bool) -> dict:
     work = Path(tempfile.mkdtemp(prefix="h3-bench-ingest-"))
     try:
         corpus = _corpus(work / "corpus", quick)
+        # Batched vs one run per document is compared on the small corpus: one run per
+        # document over the whole corpus takes ~4 min on a busy 2-core machine.
+        subset = corpus if quick else _corpus(work / "subset", True)
         load_before = os.getloadavg()
         load_s = _warm_models()
         core = _core_job()
-        variants = [("batched", 16, core), ("per_document", 1, core)]
+        variants = [("batched", corpus, 16, core)]
         if not quick:
-            variants += [("layout_all_pages", 16, _core_job("all"))]
+            variants.append(("batched_small", subset, 16, core))
+        variants.append(("per_document_small" if not quick else "per_document", subset, 1, core))
+        if os.environ.get("H3_BENCH_LAYOUT_ALL") == "1":  # +2-4 min: off by default
+            variants.append(("layout_all_pages", corpus, 16, _core_job("all")))
         ingest: dict = {}
         recall_report: dict = {}
-        for name, batch_size, job in variants:
-            ingest[name] = _ingest_variant(work / name, corpus, batch_size, job)
+        for name, docs, batch_size, job in variants:
+            ingest[name] = _ingest_variant(work / name, docs, batch_size, job)
             if name == "batched":
                 recall_report = _recall_quality(work / "batched", quick)
             # Partial results survive a run cut short (the machine is shared and slow at times).

@@ -28,6 +28,10 @@ def summarise(results: dict[str, dict[str, dict]]) -> dict:
             means["h3_no_reuse"]["ttft_s"] / h3["ttft_s"], 2)
         out["cold_hit_never_slower"] = all(
             q["h3_cold_reuse"]["ttft_s"] <= q["h3_no_reuse"]["ttft_s"] for q in results.values())
+    if full and "full_attention_cold_reuse" in means:
+        out["ttft_speedup_exact_reuse_vs_full_prefill_per_question"] = [
+            round(q["full_attention"]["ttft_s"] / q["full_attention_cold_reuse"]["ttft_s"], 2)
+            for q in results.values()]
     if "full_attention_cold_reuse" in means:
         out["cold_reuse_answers_token_equal"] = all(
             q["full_attention_cold_reuse"]["exact_match"] for q in results.values())

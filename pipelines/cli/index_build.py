@@ -5,6 +5,10 @@ Speed: Dagster's per-run cost (~1-2 s) would dominate small documents, so new do
 ingested `--batch-size` at a time, one run per partition range; every stage handles a document
 failure inside the run, so one bad file still fails alone. If a whole batch run fails (a crash,
 not a bad document), its documents are retried one run each so that the culprit is isolated.
+
+After ingesting, when any document changed, the corpus-level `compress_corpus` job (token PCA ->
+chunk pooling -> document index) runs once, in the same Dagster instance; it is skipped when the
+corpus is too small to fit it, and its failure is reported (`compress`), never index-build's.
 """
 
 from __future__ import annotations
@@ -16,6 +20,10 @@ from pipelines.cli.output import CliError, emit, log, progress
 
 # Dagster's console logger at DEBUG prints every event; the runs' full logs stay in the instance.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Below this the corpus cannot fit compression: the pooling MLP needs other documents as
+# negatives, and PCA to >= 128 dims needs a few chunks' worth of tokens.
+COMPRESS_MIN_DOCUMENTS = 2
+COMPRESS_MIN_CHUNKS = 8
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -27,10 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
-           job=None) -> dict:
+           job=None, compress: bool | None = None) -> dict:
     """Registers and ingests; returns the INTERFACES.md index-build report (no printing).
 
-    `job`: the Dagster job to run (default: `ingest_documents` from the code location)."""
+    `job`: the Dagster job to run (default: `ingest_documents` from the code location).
+    `compress`: run `compress_corpus` afterwards when something changed (default: only with the
+    default job, whose per-document stages write the token vectors it needs)."""
     from pipelines.definitions import defs
     from pipelines.instance import get_instance
     from pipelines.partitions import add_partitions, contiguous_batches, range_tags
@@ -45,6 +55,8 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     registrations = register_many(store, files)
     todo = [r.doc_id for r in registrations if r.state in ("new", "retry")]
     add_partitions(instance, todo)
+    if compress is None:
+        compress = job is None
     job = job or defs.resolve_job_def("ingest_documents")
     run_ids: list[str] = []
     batches = contiguous_batches(instance, todo, max(1, batch_size))
@@ -59,7 +71,40 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
                 single = job.execute_in_process(run_config=QUIET, instance=instance,
                                                 tags=range_tags([doc_id]), raise_on_error=False)
                 run_ids.append(single.run_id)
-    return _report(store, registrations, run_ids)
+    report = _report(store, registrations, run_ids)
+    if compress:
+        report["compress"] = compress_corpus(store, instance, changed=bool(todo))
+        if report["compress"].get("run_id"):
+            report["run_ids"].append(report["compress"]["run_id"])
+    return report
+
+
+def compress_corpus(store, instance, changed: bool) -> dict:
+    """Runs the `compress_corpus` job once if the corpus changed and is large enough.
+    Returns {"status": "ok"|"failed"|"skipped", "reason", "run_id"}; never raises for a failed
+    run (the documents are ingested either way; compression can be rerun from the UI)."""
+    from pipelines.definitions import defs
+
+    if not changed:
+        return {"status": "skipped", "reason": "no document changed", "run_id": None}
+    docs = len(store.ok_doc_ids())
+    chunks = store.counts().get("chunks", 0)
+    if docs < COMPRESS_MIN_DOCUMENTS or chunks < COMPRESS_MIN_CHUNKS:
+        return {"status": "skipped", "run_id": None,
+                "reason": f"corpus too small to compress ({docs} documents, {chunks} chunks; "
+                          f"needs >= {COMPRESS_MIN_DOCUMENTS} and >= {COMPRESS_MIN_CHUNKS})"}
+    try:
+        result = defs.resolve_job_def("compress_corpus").execute_in_process(
+            run_config=QUIET, instance=instance, raise_on_error=False)
+    except Exception as exc:  # a broken job definition must not fail the ingestion report
+        log(f"index-build: compress_corpus could not run: {exc}")
+        return {"status": "failed", "reason": f"compress_corpus: {exc}", "run_id": None}
+    if result.success:
+        return {"status": "ok", "reason": None, "run_id": result.run_id}
+    failures = [ev.message for ev in result.all_events if ev.is_failure]
+    reason = (failures[0] if failures else "run failed")[:500]
+    log(f"index-build: compress_corpus run {result.run_id} failed: {reason}")
+    return {"status": "failed", "reason": reason, "run_id": result.run_id}
 
 
 def _report(store, registrations: list, run_ids: list[str]) -> dict:
@@ -95,6 +140,10 @@ def run(args: argparse.Namespace) -> int:
              + (f"\n           {d['reason']}" if d["reason"] else "") for d in report["documents"]]
     lines.append(f"ok {report['ok']}, failed {report['failed']}, unchanged {report['unchanged']}"
                  f" in {report['seconds']} s; Dagster runs: {', '.join(report['run_ids']) or '-'}")
+    comp = report.get("compress")
+    if comp:
+        lines.append(f"compress_corpus: {comp['status']}"
+                     + (f" ({comp['reason']})" if comp["reason"] else ""))
     emit(report, args.json, human="\n".join(lines))
     for d in report["documents"]:
         if d["status"] == "failed":

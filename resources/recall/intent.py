@@ -33,7 +33,8 @@ _ZH_WORDS = {"表格": "table", "数据表": "table", "图表": "figure", "图�
              "方程": "formula"}
 _ZH_RE = re.compile("|".join(sorted(_ZH_WORDS, key=len, reverse=True)))
 _ZH_SINGLE = re.compile(r"([表图])\s*\d|(?:张|个|幅|这|那|哪|的)([表图])(?![示])|([表图])(?:中|里|上)")
-_NUMBER_RE = re.compile(r"\b(table|figure|fig|chart|equation)\.?\s*(\d+(?:\.\d+)?)", re.IGNORECASE)
+_NUMBER_RE = re.compile(r"\b(table|figure|fig|chart|equation)\.?\s*(\d+(?:[.-]\d+)*)",
+                        re.IGNORECASE)
 _ZH_NUMBER_RE = re.compile(r"([表图])\s*(\d+)")
 _PAGE_RE = re.compile(r"\bpage\s+(\d+)\b|第\s*(\d+)\s*页", re.IGNORECASE)
 

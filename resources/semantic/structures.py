@@ -13,8 +13,8 @@ CONTEXT_CHARS = 400
 # what is embedded: caption first, then content, then context, cut at this many words (a
 # table's full markdown would cost a 256-token encoder pass for little gain over its caption)
 EMBED_WORDS = 64
-_CAPTION_NUMBER = re.compile(r"^\s*(?:table|tab\.|figure|fig\.?|chart|equation|eq\.|表|图)\s*"
-                             r"(\d+(?:\.\d+)*)", re.IGNORECASE)
+_CAPTION_NUMBER = re.compile(r"^\s*(?:table|tab\.|figure|fig\.?|chart|equation|eq\.|example|"
+                             r"listing|exhibit|表|图)\s*(\d+(?:[.-]\d+)*)", re.IGNORECASE)
 _TEXT_KINDS = ("text", "title", "list", "caption", "ocr_text")
 
 

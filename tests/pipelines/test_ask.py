@@ -56,7 +56,7 @@ def test_doc_reuse_is_exact_and_loads_instead_of_prefilling(home, capsys):
 
 
 def test_recalled_evidence_reuses_stored_chunks(home, capsys):
-    out = ask(capsys, "What was the total revenue in 2023?", "--k", "3")
+    out = ask(capsys, "What was the total revenue in 2023?", "--k", "3", "--no-cold-reuse")
     assert out["evidence"] and all("page" in h and "text" in h for h in out["evidence"])
     assert home["report"] in {h["doc_id"] for h in out["evidence"]}
     for doc_id in {h["doc_id"] for h in out["evidence"]}:
@@ -67,6 +67,8 @@ def test_recalled_evidence_reuses_stored_chunks(home, capsys):
     # to be worth it are loaded and re-positioned
     assert reused["stats"]["kv_tokens_loaded_cold"] > 0
     assert reused["stats"]["prefill_tokens_computed"] < out["stats"]["prefill_tokens_computed"]
+    assert out["stats"]["kv_tokens_loaded_cold"] == 0
+    assert [h["doc_id"] for h in reused["evidence"]] == [h["doc_id"] for h in out["evidence"]]
 
 
 def test_unknown_document_is_a_clear_error(home, capsys):

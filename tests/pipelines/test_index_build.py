@@ -27,7 +27,35 @@ def test_sample_corpus_is_ingested_through_dagster(ingested_sample):
 
         runs = {r.run_id: r for r in get_instance().get_runs()}
         assert set(report["run_ids"]) <= set(runs)
-        assert all(runs[i].job_name == "ingest_documents" for i in report["run_ids"])
+        # documents changed and 3 documents are enough: compression ran once, last, in Dagster
+        compress = report["compress"]
+        assert compress["status"] == "ok", compress
+        assert report["run_ids"][-1] == compress["run_id"]
+        assert runs[compress["run_id"]].job_name == "compress_corpus"
+        assert all(runs[i].job_name == "ingest_documents" for i in report["run_ids"][:-1])
+
+
+class _TinyStore:
+    """Stands in for the store in the skip rules only (the real run is tested above)."""
+
+    def __init__(self, docs: int, chunks: int) -> None:
+        self.docs, self.chunks = docs, chunks
+
+    def ok_doc_ids(self) -> set[str]:
+        return {f"d{i}" for i in range(self.docs)}
+
+    def counts(self) -> dict[str, int]:
+        return {"chunks": self.chunks}
+
+
+def test_compression_is_skipped_when_nothing_changed_or_corpus_is_tiny():
+    from pipelines.cli.index_build import compress_corpus
+
+    unchanged = compress_corpus(_TinyStore(50, 500), instance=None, changed=False)
+    assert unchanged == {"status": "skipped", "reason": "no document changed", "run_id": None}
+    tiny = compress_corpus(_TinyStore(1, 500), instance=None, changed=True)
+    assert tiny["status"] == "skipped" and "too small" in tiny["reason"]
+    assert compress_corpus(_TinyStore(5, 3), None, True)["status"] == "skipped"
 
 
 @pytest.mark.slow
@@ -72,6 +100,7 @@ def test_bad_inputs_fail_alone_rerun_is_idempotent_and_changes_replace(h3_home, 
     assert "encrypted" in by_source[str(bad["encrypted"])]["reason"]
     assert "empty file" in by_source[str(bad["empty"])]["reason"]
     assert (first["ok"], first["failed"]) == (1, 4)
+    assert first["compress"]["status"] == "skipped"  # one document: too small to compress
     assert main(["index-build", "--path", str(corpus), "--json"]) == 1  # some failed: exit 1
 
     store = open_store()

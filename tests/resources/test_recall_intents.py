@@ -35,6 +35,7 @@ def test_numbers_and_pages_are_read():
     intent = detect_structure("What does Figure 3 show on page 4?")
     assert (intent.number, intent.page) == ("3", 4)
     assert detect_structure("表2的数据").number == "2"
+    assert detect_structure("Show Figure 7-26 please").number == "7-26"
     assert strip_structure_words("Show me the table of quarterly results") == "quarterly results"
 
 

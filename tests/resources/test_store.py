@@ -61,3 +61,19 @@ def test_quotes_in_values_are_escaped(tmp_path):
     from resources.store import sql_str
 
     assert store.rows("documents", f"source = {sql_str(chr(105) + chr(116) + chr(39) + 's.pdf')}")
+
+
+def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch):
+    import resources.store.lance as lance
+
+    monkeypatch.setattr(lance, "ANN_MIN_ROWS", 600)  # the real threshold is 20,000 rows
+    store = LanceColdStore(tmp_path / "db")
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((600, EMBEDDING_DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    store.add("chunks", [_chunk("d", i, f"row {i}", v) for i, v in enumerate(vecs)])
+    done = store.ensure_indexes("chunks")
+    assert done == {"text": "fts created", "vector": "ann IVF_PQ created"}
+    hits = store.vector_search("chunks", vecs[7], 10)
+    assert "d:c7" in {h["chunk_id"] for h in hits}  # approximate, but finds itself
+    assert store.ensure_indexes("chunks") == {}  # nothing to redo

@@ -1,0 +1,138 @@
+"""Where the figures of a page are: the layout model's figure boxes, embedded raster images (tiles
+joined) and clustered vector drawings (logos, charts, diagrams), de-duplicated.
+
+Why three sources: the layout model runs at a low resolution and misses small logos and pictures;
+`get_image_info` finds every placed raster image whatever its size; `cluster_drawings` finds
+vector graphics that no model or image list sees. Each source alone over- or under-reports, so
+the filters below drop what is not a figure in any document: specks and rules (too small or
+too thin), page backgrounds (nearly the whole page), shaded text boxes (mostly covered by text)
+and table rulings (inside a table found by the `tables` stage).
+"""
+
+from __future__ import annotations
+
+import pymupdf
+
+Box = list[float]  # [x0, y0, x1, y1], PDF points, top-left origin
+
+MIN_SIDE = 12.0           # points: thinner than this is a rule, bullet or speck
+MIN_AREA_SHARE = 0.0008   # of the page: ~ a 19 x 19 pt icon on a Letter page
+MAX_AREA_SHARE = 0.85     # of the page: larger is a background or a scanned page
+TILE_GAP = 2.0            # points: raster tiles this close are one picture
+MAX_TEXT_COVER = 0.5      # a drawing covered more by text than this is a shaded text box
+SAME_FIGURE_IOU = 0.5     # two boxes overlapping this much are one figure (union kept)
+PART_OF = 0.9             # a box this much inside a kept box ...
+PART_AREA_RATIO = 4.0     # ... that is at most this many times larger is a part of it
+MAX_DRAWINGS = 4000       # cluster_drawings is Python-heavy: skip it on pathological pages
+
+
+def area(b: Box) -> float:
+    return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
+
+
+def inter(a: Box, b: Box) -> float:
+    return area([max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])])
+
+
+def iou(a: Box, b: Box) -> float:
+    i = inter(a, b)
+    union = area(a) + area(b) - i
+    return i / union if union > 0 else 0.0
+
+
+def _union(a: Box, b: Box) -> Box:
+    return [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+
+
+def join_tiles(boxes: list[Box], gap: float = TILE_GAP) -> list[Box]:
+    """Unions boxes that overlap or touch within `gap` points (an image split into strips)."""
+    out: list[Box] = []
+    for box in sorted(boxes, key=lambda b: (b[1], b[0])):
+        grown = [box[0] - gap, box[1] - gap, box[2] + gap, box[3] + gap]
+        for i, kept in enumerate(out):
+            if inter(grown, kept) > 0:
+                out[i] = _union(kept, box)
+                break
+        else:
+            out.append(list(box))
+    # one pass can leave two grown boxes touching each other: repeat until stable
+    return out if len(out) == len(boxes) else join_tiles(out, gap)
+
+
+def _plausible(box: Box, page_area: float) -> bool:
+    w, h = box[2] - box[0], box[3] - box[1]
+    return (min(w, h) >= MIN_SIDE and MIN_AREA_SHARE * page_area <= w * h
+            <= MAX_AREA_SHARE * page_area)
+
+
+def _text_cover(box: Box, text_boxes: list[Box]) -> float:
+    return min(sum(inter(box, t) for t in text_boxes) / max(area(box), 1e-6), 1.0)
+
+
+def _inside_any(box: Box, others: list[Box], share: float = 0.5) -> bool:
+    return any(inter(box, o) >= share * max(area(box), 1e-6) for o in others)
+
+
+def image_boxes(page: pymupdf.Page) -> list[Box]:
+    """Placed raster images (tiles joined), clipped to the page."""
+    boxes = []
+    for info in page.get_image_info():
+        rect = pymupdf.Rect(info["bbox"]) & page.rect
+        if not rect.is_empty:
+            boxes.append(list(rect))
+    return join_tiles(boxes)
+
+
+def _is_boxy(item: dict) -> bool:
+    """A rectangle or an axis-aligned line: what frames, shades or rules text and tables."""
+    for op in item["items"]:
+        if op[0] == "re" or op[0] == "qu" and op[1].is_rectangular:
+            continue
+        if op[0] == "l" and (abs(op[1].x - op[2].x) < 0.5 or abs(op[1].y - op[2].y) < 0.5):
+            continue
+        return False
+    return True
+
+
+def drawing_boxes(page: pymupdf.Page, text_boxes: list[Box]) -> list[Box]:
+    """Clusters of vector drawings (PyMuPDF joins paths closer than 3 points), less the ones
+    that frame text: only rectangles/straight rules with text inside (shaded text boxes, heading
+    bars, unruled tables) or mostly covered by text."""
+    if len(page.get_cdrawings()) == 0 or len(page.get_cdrawings()) > MAX_DRAWINGS:
+        return []
+    drawings = page.get_drawings()
+    out = []
+    for rect in page.cluster_drawings(drawings=drawings):
+        box = list(rect & page.rect)
+        if area(box) <= 0:
+            continue
+        cover = _text_cover(box, text_boxes)
+        inside = [d for d in drawings if inter(list(d["rect"]), box) >= 0.9 * area(list(d["rect"]))]
+        if cover > MAX_TEXT_COVER or (cover >= 0.05 and all(_is_boxy(d) for d in inside)):
+            continue
+        out.append(box)
+    return out
+
+
+def figure_boxes(page: pymupdf.Page, model_boxes: list[Box], text_boxes: list[Box],
+                 table_boxes: list[Box]) -> list[tuple[Box, str]]:
+    """Figure boxes of one page with their origin ("layout-model", "image", "drawing"); the model
+    boxes come first and absorb the image/drawing boxes that coincide with them."""
+    page_area = page.rect.width * page.rect.height
+    candidates = [(list(b), "layout-model") for b in model_boxes]
+    candidates += [(b, "image") for b in image_boxes(page) if _plausible(b, page_area)]
+    candidates += [(b, "drawing") for b in drawing_boxes(page, text_boxes)
+                   if _plausible(b, page_area)]
+    kept: list[tuple[Box, str]] = []
+    for box, origin in candidates:
+        if origin != "layout-model" and _inside_any(box, table_boxes):
+            continue  # table rulings or a table's cell shading: the tables stage owns them
+        for i, (k, k_origin) in enumerate(kept):
+            if iou(k, box) >= SAME_FIGURE_IOU:
+                kept[i] = (_union(k, box), k_origin)
+                break
+            if inter(box, k) >= PART_OF * area(box) and area(k) <= PART_AREA_RATIO * area(box):
+                break  # a piece of a figure already kept
+        else:
+            kept.append((box, origin))
+    return kept

@@ -1,0 +1,42 @@
+"""The knowledge graph in a real LanceDB store: writing, node refresh across documents,
+deletion, and relation recall straight from the tables (no Dagster)."""
+
+from resources.graph.store import rebuild_all_nodes, write_document_graph
+from resources.nlp.extract import TextUnit, extract
+from resources.recall.relation import relation_recall
+from resources.recall.router import RecallContext
+from resources.store.lance import LanceColdStore
+
+BOX = (72.0, 100.0, 523.0, 160.0)
+
+
+def ingest_text(store, doc_id: str, texts: list[str]) -> None:
+    store.upsert_document({"doc_id": doc_id, "source": f"{doc_id}.pdf", "status": "ok",
+                           "pages": 1})
+    write_document_graph(store, doc_id, extract([TextUnit(doc_id, 1, BOX, t) for t in texts]))
+
+
+def test_nodes_span_documents_and_follow_deletions(tmp_path):
+    store = LanceColdStore(tmp_path / "lancedb")
+    ingest_text(store, "a", ["Greenleaf Foods has bought Orchard Valley Farms."])
+    ingest_text(store, "b", ["Greenleaf Foods is headquartered in Minneapolis."])
+    ingest_text(store, "b", ["Greenleaf Foods is headquartered in Minneapolis."])  # idempotent
+    nodes = {n["name"]: n for n in store.rows("entities")}
+    assert nodes["Greenleaf Foods"]["doc_ids"] == ["a", "b"]
+    assert store.count_rows("edges") == len(store.rows("edges", "doc_id = 'a'")) + len(
+        store.rows("edges", "doc_id = 'b'"))
+    ctx = RecallContext(store=store, ok_doc_ids={"a", "b"},
+                        doc_sources={"a": "a.pdf", "b": "b.pdf"}, embed=lambda t: None)
+    (hit,) = relation_recall(ctx, "Which company did Greenleaf Foods buy?", 1)
+    assert hit.via == "relation" and hit.page == 1 and hit.bbox == BOX
+    assert [e["text"] for e in hit.entities] == ["Greenleaf Foods", "Orchard Valley Farms"]
+    assert hit.entities[0]["relation"] == "acquired"
+
+    store.delete_document("a")
+    assert rebuild_all_nodes(store) == store.count_rows("entities")
+    nodes = {n["name"]: n for n in store.rows("entities")}
+    assert nodes["Greenleaf Foods"]["doc_ids"] == ["b"] and "Orchard Valley Farms" not in nodes
+    ctx.ok_doc_ids = {"b"}
+    hits = relation_recall(ctx, "Which company did Greenleaf Foods buy?", 5)
+    assert [h.doc_id for h in hits] == ["b"]  # only the HQ edge is left, as context
+    assert relation_recall(ctx, "What is the weather like?", 5) == []
