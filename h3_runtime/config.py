@@ -42,6 +42,9 @@ class RuntimeConfig:
     recent_tokens: int = 256  # recent window always kept hot
     top_k_blocks: int = 8  # blocks chosen per query from the summaries
     prefill_chunk_tokens: int = 512  # chunked prefill: never the whole prompt's KV hot
+    # sparse prefill chunks: "exact" streams every warm block through hot staging (exact
+    # attention within the budget), "sparse" attends to sinks + ring + top-k blocks only
+    prefill_attention: str = "sparse"
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)
@@ -49,6 +52,7 @@ class RuntimeConfig:
         _positive("runtime.cold_storage_max_gb", self.cold_storage_max_gb)
         for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens"):
             _positive(f"runtime.{name}", getattr(self, name))
+        _one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
         for name in ("sink_tokens", "recent_tokens"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")

@@ -87,7 +87,8 @@ class H3Engine:
             return f"s{session}-L{layer:03d}-B{b}"
 
         ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, cold_key,
-                          selection=self.selection)
+                          selection=self.selection,
+                          exact_prefill=self.config.runtime.prefill_attention == "exact")
         cache = H3Cache(self.n_layers, self.geometry, ctx, self.device, exact_allowed)
         T, fp = self.geometry.block_tokens, self.fingerprint
         memo: dict[int, list[str]] = {}

@@ -22,6 +22,7 @@ import torch
 from h3_runtime.kvcache.block import BlockId, KVBlock
 from h3_runtime.kvcache.checksum import IntegrityError, block_checksum
 from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.stats import TierStats
@@ -44,6 +45,7 @@ class TierContext:
     scheduler: AhasScheduler
     cold_key: Callable[[int, int], str]  # (layer, block) -> cold-tier key
     selection: bool = True  # False: sinks + window only (the StreamingLLM-like baseline)
+    exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
 
 
 class LayerStore:
@@ -82,7 +84,10 @@ class LayerStore:
         n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
         if self.ctx.selection and n_cand and self.slots.n_slots:
             self._select(q, n_cand, scaling)
-        out = self._attention(q, k_new[0], v_new[0], scaling)
+        if self.ctx.exact_prefill and q.shape[2] > 1:  # prefill chunk: every previous token
+            out = streamed_exact_attention(self, q, k_new[0], v_new[0], scaling)
+        else:  # decode: sinks + selected blocks + ring
+            out = self._attention(q, k_new[0], v_new[0], scaling)
         self.commit(k_new[0], v_new[0])
         return out
 

@@ -1,0 +1,98 @@
+"""Exact attention for a prefill chunk in sparse mode, within the hot budget.
+
+Sparse attention for a prefill chunk (sinks + ring + top-k blocks) leaves every token after the
+first chunk, the question and the last prompt token included, computed without most of the
+context. Here a chunk attends to ALL previous tokens instead: the layer's complete blocks older
+than the ring are streamed from warm (or cold, checksum-verified) through a hot staging buffer a
+group of blocks at a time, each group's bytes reserved in the HotPool (so the hot peak stays
+under the budget; the group size comes from the free hot bytes), and the partial results are
+merged with the online-softmax (log-sum-exp) trick, together with the ring and the chunk's own
+tokens (causal). The result equals full attention up to float rounding. Decode keeps the
+top-k selection path (LayerStore._attention).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from h3_runtime.kvcache.layer_store import LayerStore
+
+MAX_GROUP_BLOCKS = 64  # bounds the (Hq, C, G*T) score temporaries, whatever the free budget
+
+
+class _OnlineSoftmax:
+    """Running max / sum / output of softmax(q.k) v over key pieces, per (KV head, query row)."""
+
+    def __init__(self, q: torch.Tensor, n_kv_heads: int, scaling: float):
+        _, Hq, C, D = q.shape
+        self.Hq, self.C, self.D, self.scaling = Hq, C, D, scaling
+        # query head h uses KV head h // g (transformers' repeat_kv): group them per KV head
+        self.q = q[0].float().reshape(n_kv_heads, (Hq // n_kv_heads) * C, D)  # (H_kv, g*C, D)
+        rows = self.q.shape[1]
+        self.m = torch.full((n_kv_heads, rows, 1), float("-inf"), device=q.device)  # running max
+        self.s = torch.zeros(n_kv_heads, rows, 1, device=q.device)  # running sum of exp
+        self.o = torch.zeros(n_kv_heads, rows, D, device=q.device)  # running sum of exp * v
+
+    def add(self, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> None:
+        """k, v: (H_kv, L, D) on q's device; bias: additive, broadcastable to (H_kv, g*C, L)."""
+        scores = torch.bmm(self.q, k.float().transpose(1, 2)) * self.scaling  # (H_kv, g*C, L)
+        if bias is not None:
+            scores = scores + bias
+        m_new = torch.maximum(self.m, scores.amax(-1, keepdim=True))  # (H_kv, g*C, 1)
+        safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)  # all -inf rows
+        p = torch.exp(scores - safe)  # (H_kv, g*C, L)
+        keep = torch.exp(self.m - safe)  # rescales what was summed under the old max
+        self.s = self.s * keep + p.sum(-1, keepdim=True)
+        self.o = self.o * keep + torch.bmm(p, v.float())  # (H_kv, g*C, D)
+        self.m = m_new
+
+    def result(self, dtype: torch.dtype) -> torch.Tensor:
+        """(1, C, Hq, D): the attention output in the layout the model expects."""
+        out = (self.o / self.s).reshape(self.Hq, self.C, self.D)  # (Hq, C, D)
+        return out.transpose(0, 1)[None].to(dtype)
+
+
+def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tensor,
+                             vn: torch.Tensor, scaling: float) -> torch.Tensor:
+    """q: (1, Hq, C, D); kn, vn: (H_kv, C, D). Returns (1, C, Hq, D), exact over every previous
+    token of the layer. Changes only tier statistics (and re-caches cold blocks in warm); hot
+    staging is reserved per group and released before returning."""
+    g, pool = store.g, store.ctx.pool
+    T, bpt = g.block_tokens, g.bytes_per_token_layer
+    dev, C = q.device, q.shape[2]
+    acc = _OnlineSoftmax(q, kn.shape[0], scaling)
+    # 1. complete blocks older than the ring (they hold the sinks too), in staged groups
+    n_old = store.recent_start // T
+    b = 0
+    while b < n_old:
+        free_blocks = (pool.budget_bytes - pool.used_bytes) // (T * bpt)
+        if free_blocks < 1:
+            raise MemoryError("hot tier: no room to stage one block for exact prefill")
+        group = list(range(b, min(n_old, b + min(free_blocks, MAX_GROUP_BLOCKS))))
+        staged = len(group) * T * bpt
+        pool.reserve(staged, "prefill staging")
+        try:
+            blocks = [blk for blk in (store.fetch(i, to="hot", count_hit=False) for i in group)
+                      if blk is not None]  # a corrupted block is left out (logged by fetch)
+            if blocks:
+                k = torch.cat([blk.keys for blk in blocks], 1).to(dev)  # (H_kv, G*T, D)
+                v = torch.cat([blk.values for blk in blocks], 1).to(dev)
+                acc.add(k, v, None)
+                del k, v
+        finally:
+            pool.release(staged, "prefill staging")
+        b = group[-1] + 1
+    # 2. the recent ring (already hot: no copy); its bias masks the unused columns
+    r0, cap = store.ring0, store.cap
+    if store.n > store.recent_start:
+        acc.add(store.k[:, r0 : r0 + cap], store.v[:, r0 : r0 + cap],
+                store.bias[r0 : r0 + cap].to(dev))
+    # 3. the chunk's own tokens, causal (hot already: the transient chunk)
+    causal = torch.full((C, C), float("-inf"), device=dev).triu(1)  # (C, C)
+    Hkv = kn.shape[0]
+    causal = causal.repeat(q.shape[1] // Hkv, 1)  # (g*C, C): rows are (head in group, query)
+    acc.add(kn.to(dev), vn.to(dev), causal)
+    return acc.result(q.dtype)

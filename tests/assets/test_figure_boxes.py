@@ -1,0 +1,59 @@
+"""Figure boxes from embedded images and vector drawings (assets/_figure_boxes.py), on a PDF
+drawn here: what a figure is and what is only decoration or a framed text."""
+
+from __future__ import annotations
+
+import pymupdf
+
+from assets._figure_boxes import figure_boxes, iou, join_tiles
+
+
+def _png(width: int, height: int) -> bytes:
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, width, height), False)
+    pix.set_rect(pix.irect, (200, 30, 30))
+    return pix.tobytes("png")
+
+
+def _page() -> tuple[pymupdf.Document, list[list[float]]]:
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_image(pymupdf.Rect(400, 40, 440, 80), stream=_png(40, 40))  # small logo image
+    page.insert_image(pymupdf.Rect(100, 200, 300, 300), stream=_png(200, 100))  # picture
+    page.insert_image(pymupdf.Rect(10, 10, 14, 14), stream=_png(4, 4))  # speck
+    shape = page.new_shape()  # a vector logo: a filled circle, no text
+    shape.draw_circle((80, 60), 25)
+    shape.finish(color=(0, 0, 1), fill=(0, 0, 1))
+    shape.draw_rect(pymupdf.Rect(72, 500, 540, 560))  # a shaded box framing text
+    shape.finish(fill=(0.9, 0.9, 0.9))
+    shape.draw_line((72, 700), (540, 700))  # a rule under a paragraph
+    shape.finish(color=(0, 0, 0))
+    shape.commit()
+    page.insert_text((80, 530), "A note framed by a shaded box, which is no figure at all.")
+    text = [list(b[:4]) for b in page.get_text("blocks")]
+    return doc, text
+
+
+def test_images_and_vector_logos_are_figures_decoration_is_not():
+    doc, text = _page()
+    page = doc[0]
+    found = figure_boxes(page, [], text, [])
+    boxes = [b for b, _ in found]
+    for expected in ([400, 40, 440, 80], [100, 200, 300, 300], [55, 35, 105, 85]):
+        assert max(iou(b, expected) for b in boxes) >= 0.8, (expected, found)
+    assert all(iou(b, [72, 500, 540, 560]) < 0.5 for b in boxes), found  # framed text
+    assert all(b[3] - b[1] >= 12 and b[2] - b[0] >= 12 for b in boxes), found  # speck, rule
+    assert len(found) == 3, found
+
+
+def test_model_box_absorbs_the_image_under_it_and_tables_own_their_rulings():
+    doc, text = _page()
+    page = doc[0]
+    found = figure_boxes(page, [[98, 198, 305, 310]], text, [[50, 20, 120, 100]])
+    picture = [(b, o) for b, o in found if iou(b, [100, 200, 300, 300]) >= 0.8]
+    assert len(picture) == 1 and picture[0][1] == "layout-model"
+    assert all(iou(b, [55, 35, 105, 85]) < 0.5 for b, _ in found)  # inside a table: dropped
+
+
+def test_image_tiles_are_joined():
+    tiles = [[0, 0, 100, 10], [0, 10, 100, 20], [0, 21, 100, 30], [300, 0, 310, 10]]
+    assert join_tiles(tiles) == [[0, 0, 100, 30], [300, 0, 310, 10]]
