@@ -6,9 +6,9 @@ Hot, on the model's device, one buffer per layer reserved once from the HotPool:
 Warm: every complete block (T tokens) plus per-block summaries (min / max / mean key).
 Cold: blocks demoted by the scheduler, as checksummed files.
 
-Attention for new tokens = sinks + the blocks in the slots (chosen from the summaries) + the
-recent ring + the new tokens themselves (causal), merged in one softmax. The ring is a
-circular buffer: attention does not care about key order (keys carry their RoPE already).
+Attention for new tokens = sinks + slot blocks (chosen from the summaries) + the ring + the new
+tokens (causal) in one softmax; prefill_attention="exact": a chunk sees all (exact_prefill.py).
+The ring is a circular buffer: attention ignores key order (keys carry their RoPE already).
 """
 
 from __future__ import annotations
@@ -84,10 +84,9 @@ class LayerStore:
         n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
         if self.ctx.selection and n_cand and self.slots.n_slots:
             self._select(q, n_cand, scaling)
-        if self.ctx.exact_prefill and q.shape[2] > 1:  # prefill chunk: every previous token
-            out = streamed_exact_attention(self, q, k_new[0], v_new[0], scaling)
-        else:  # decode: sinks + selected blocks + ring
-            out = self._attention(q, k_new[0], v_new[0], scaling)
+        exact = self.ctx.exact_prefill and q.shape[2] > 1  # a prefill chunk: every token
+        out = (streamed_exact_attention if exact else LayerStore._attention)(
+            self, q, k_new[0], v_new[0], scaling)
         self.commit(k_new[0], v_new[0])
         return out
 
@@ -165,8 +164,7 @@ class LayerStore:
         """Appends C tokens (kn, vn: (H_kv, C, D), any device): sinks, complete blocks to warm,
         the tail into the ring. Never allocates hot memory."""
         T, S, cap, r0 = self.g.block_tokens, self.g.sink_tokens, self.cap, self.ring0
-        n0, C = self.n, kn.shape[1]
-        n1 = n0 + C
+        n0, n1 = self.n, self.n + kn.shape[1]
         dev = self.k.device
         if n0 < S:
             m = min(S, n1) - n0
@@ -227,8 +225,7 @@ class LayerStore:
             warm.store(BlockId(self.layer, b), block, take_ownership=True)
             self.in_warm[b] = True
         except TierFullError:
-            # the warm budget is spent: this block goes straight to cold (it is the newest,
-            # hence the least observed; the scheduler demotes cold-heat ones first anyway)
+            # warm is full: this block (the newest, hence least observed) goes straight to cold
             self.ctx.cold.store(self.ctx.cold_key(self.layer, b), block, self.layer, b)
             self.ctx.stats.move("warm->cold", block.nbytes)
 
