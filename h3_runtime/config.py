@@ -43,8 +43,9 @@ class RuntimeConfig:
     top_k_blocks: int = 8  # blocks chosen per query from the summaries
     prefill_chunk_tokens: int = 512  # chunked prefill: never the whole prompt's KV hot
     # sparse prefill chunks: "exact" streams every warm block through hot staging (exact
-    # attention within the budget), "sparse" attends to sinks + ring + top-k blocks only
-    prefill_attention: str = "sparse"
+    # attention within the budget; needle bench: passkey kept at 10%/20%), "sparse" attends to
+    # sinks + ring + top-k blocks only
+    prefill_attention: str = "exact"
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)
