@@ -82,10 +82,13 @@ def test_drift_is_infinite_before_any_fit_and_zero_without_documents(h3_home):
 
 @pytest.mark.slow
 def test_reindex_run_on_the_ingested_sample(ingested_sample, tmp_path):
-    """The schedule's first request (refit) and second (indexes only) run for real on a copy of
-    the ingested sample corpus; nothing Dagster stored is a pickle."""
+    """On a copy of the ingested sample corpus (whose `h3 index-build` already fitted PCA and
+    pooling through compress_corpus), the schedule asks for indexes only; a refit request (as a
+    drifted corpus gets) and the next tick's index-only request both run for real; nothing
+    Dagster stored is a pickle."""
     from pipelines.definitions import defs
     from pipelines.instance import get_instance
+    from pipelines.schedules import reindex_request
     from resources.store import open_store
     from tests.conftest import h3_home_env
     from tests.security.scan import find_pickles
@@ -95,7 +98,9 @@ def test_reindex_run_on_the_ingested_sample(ingested_sample, tmp_path):
     with h3_home_env(home):
         instance, store = get_instance(), open_store()
         job = defs.resolve_job_def("reindex_corpus")
-        first = _tick(instance)
+        calm = _tick(instance)
+        assert _selected(calm) == INDEX and calm.tags["h3/drift"] == "0.000"
+        first = reindex_request(instance, store, threshold=0.0)  # any drift at all -> refit
         assert _selected(first) == REFIT
         result = job.execute_in_process(instance=instance, asset_selection=first.asset_selection,
                                         tags=first.tags)
