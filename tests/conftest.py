@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from h3_runtime.home import h3_home_env  # noqa: F401  (re-exported for the tests)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -19,19 +20,6 @@ SAMPLE_CORPUS = FIXTURES / "sample_corpus"
 DOCLING_PDFS = Path(__file__).resolve().parents[1].parent / "shared/corpora/docling-tests/pdf"
 
 
-@contextmanager
-def h3_home_env(home: Path) -> Iterator[Path]:
-    """Points H3_HOME (and so the store and the Dagster instance) at `home` for a while."""
-    old = {k: os.environ.get(k) for k in ("H3_HOME", "DAGSTER_HOME")}
-    os.environ["H3_HOME"] = str(home)
-    try:
-        yield home
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
+
+from h3_runtime.home import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "tests" / "fixtures" / "sample_corpus"
@@ -33,19 +33,6 @@ QUICK_DOCLING = ["2305.03393v1-pg9.pdf", "multi_page.pdf", "amt_handbook_sample.
 CORE_GROUPS = ["documents", "layout", "tables", "figures", "ocr", "chunks", "embeddings", "store"]
 
 
-@contextmanager
-def h3_home_env(home: Path) -> Iterator[Path]:
-    """Runs a block against another H3_HOME (store + Dagster instance), then restores."""
-    old = {k: os.environ.get(k) for k in ("H3_HOME", "DAGSTER_HOME")}
-    os.environ["H3_HOME"] = str(home)
-    try:
-        yield home
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def _cpu_seconds() -> float:
