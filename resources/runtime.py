@@ -1,8 +1,10 @@
 """`H3RuntimeResource`: the H³ runtime as a Dagster resource, opened once per process.
 
 It loads the engine (model + tiered KV cache) from h3_config.yaml, and the document-KV store of
-the cold tier (`$H3_HOME/kv/docs` unless `runtime.cold_storage_path` says otherwise, capped at
-`runtime.cold_storage_max_gb`). Assets call `get_runtime()` for a `ReuseRuntime`; the CLI uses
+the cold tier (`$H3_HOME/kv/docs` unless `runtime.cold_storage_path` says otherwise). One cap,
+`runtime.cold_storage_max_gb`, covers the whole cold tier: document KV gets `cold_docs_share` of
+it and the blocks the tiered cache spills (beside it, in `kv/`) the rest, so the two together
+never exceed the cap. Assets call `get_runtime()` for a `ReuseRuntime`; the CLI uses
 the same resource outside Dagster, so a question asked from `h3 ask` and one asked by an asset
 load the same stored KV.
 """
@@ -62,7 +64,10 @@ class H3RuntimeResource(ConfigurableResource):
         from h3_runtime import engine as engine_module  # heavy: torch + transformers
 
         engine = engine_module.H3Engine(config=cfg)
-        store = DocKVStore(doc_kv_root(cfg), int(cfg.runtime.cold_storage_max_gb * GiB))
+        cap = int(cfg.runtime.cold_storage_max_gb * GiB)
+        docs_cap = int(cap * cfg.runtime.cold_docs_share)
+        store = DocKVStore(doc_kv_root(cfg), docs_cap)
+        engine.cold.set_cap(cap - docs_cap)
         if not self.tiered_cache:
             return ReuseRuntime(engine.model, engine.tokenizer, store,
                                 recompute_tokens=self.recompute_tokens,

@@ -191,6 +191,26 @@ class H3Cache(Cache):
                 store.commit(keys[0], values[0])  # host tensors -> warm blocks + hot ring
                 layer.store = store
 
+    def append_kv(self, keys: torch.Tensor, values: torch.Tensor, token_ids: list[int]) -> None:
+        """Appends T precomputed tokens to every layer (keys, values: (L, H_kv, T, D), e.g.
+        document KV loaded from the cold tier): hot while the whole KV still fits the budget
+        (exact mode), else into the tiers (sparse mode; the hot budget holds either way)."""
+        n = keys.shape[2]
+        self.token_ids.extend(int(t) for t in token_ids)
+        if not self.sparse and not self.exact_fits(n):
+            self.sparse = True
+        for layer_idx in range(keys.shape[0]):
+            k, v = keys[layer_idx][None], values[layer_idx][None]  # (1, H_kv, T, D)
+            if not self.sparse:
+                self.update(k.to(self.device), v.to(self.device), layer_idx)
+                continue
+            layer = self.layers[layer_idx]
+            if not layer.is_initialized:
+                layer.lazy_initialization(k[:, :, :0].to(self.device), v[:, :, :0].to(self.device))
+            if layer.store is None:
+                self._to_sparse(layer_idx, k)
+            layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
+
     def flush_to_cold(self) -> int:
         """Writes every complete block of every sparse layer to the cold tier."""
         return sum(layer.store.flush_to_cold() for layer in self.layers if layer.store is not None)

@@ -119,6 +119,11 @@ class ColdStore(Tier):
         size, _ = self._index.pop(key)
         self._usage -= size
 
+    def set_cap(self, max_bytes: int) -> None:
+        """Changes the size cap and evicts least-recently-used blocks until the folder fits it."""
+        self.max_bytes = int(max_bytes)
+        self._evict_until(self.max_bytes)
+
     def _evict_until(self, target_bytes: int) -> None:
         if self._usage <= target_bytes:
             return

@@ -84,9 +84,12 @@ class LayerStore:
         n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
         if self.ctx.selection and n_cand and self.slots.n_slots:
             self._select(q, n_cand, scaling)
-        exact = self.ctx.exact_prefill and q.shape[2] > 1  # a prefill chunk: every token
-        out = (streamed_exact_attention if exact else LayerStore._attention)(
-            self, q, k_new[0], v_new[0], scaling)
+        if q.shape[2] == 1:  # decode: the common step, no staging copy of the hot buffer
+            out = self._decode_attention(q, k_new[0], v_new[0], scaling)
+        elif self.ctx.exact_prefill:  # a prefill chunk attends to every previous token
+            out = streamed_exact_attention(self, q, k_new[0], v_new[0], scaling)
+        else:
+            out = self._attention(q, k_new[0], v_new[0], scaling)
         self.commit(k_new[0], v_new[0])
         return out
 
@@ -137,6 +140,23 @@ class LayerStore:
             self.demote(b)
         ctx.scheduler.record_access(self.heat, list(self.slots.slot_of))
         ctx.scheduler.finish_step(self.heat, plan.hot[0] if plan.hot else None)
+
+    def _decode_attention(self, q: torch.Tensor, kn: torch.Tensor, vn: torch.Tensor,
+                          scaling: float) -> torch.Tensor:
+        """One new token over [hot buffer | itself] without concatenating the buffer: the hot
+        buffer is read in place (its bias masks empty columns) and the token's own key is a
+        separate score column, so decode moves no KV bytes. q: (1, Hq, 1, D); kn, vn: (H_kv, 1, D).
+        Same result as `_attention` with C = 1 up to float rounding."""
+        H, N, D = self.k.shape
+        Hq = q.shape[1]
+        dev = self.k.device
+        qg = q[0].reshape(H, Hq // H, D)  # (H_kv, g, D): query heads grouped by their KV head
+        kn, vn = kn.to(dev), vn.to(dev)
+        s_buf = torch.baddbmm(self.bias.to(q.dtype), qg, self.k.transpose(1, 2), alpha=scaling)
+        s_new = torch.bmm(qg, kn.transpose(1, 2)) * scaling  # (H_kv, g, 1)
+        p = torch.softmax(torch.cat([s_buf, s_new], -1).float(), -1).to(q.dtype)  # (H_kv, g, N+1)
+        out = torch.baddbmm(p[..., N:] * vn, p[..., :N], self.v)  # (H_kv, g, D)
+        return out.reshape(1, 1, Hq, D)
 
     def _attention(self, q: torch.Tensor, kn: torch.Tensor, vn: torch.Tensor,
                    scaling: float) -> torch.Tensor:

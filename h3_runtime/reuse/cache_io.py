@@ -11,29 +11,13 @@ import torch
 def append_kv(cache, keys: torch.Tensor, values: torch.Tensor, token_ids: Sequence[int]) -> None:
     """Appends T precomputed tokens to every layer (`keys`, `values`: (L, H_kv, T, D)).
 
-    A tiered cache keeps its hot budget: the tokens go hot while everything fits, else into its
-    warm/cold tiers (sparse mode). Other caches get `update(k, v, layer)` per layer."""
-    if hasattr(cache, "append_kv"):  # the runtime's own API, when it provides one
+    The runtime's `H3Cache` keeps its hot budget (`H3Cache.append_kv`: hot while everything fits,
+    else into its warm/cold tiers). Other caches get `update(k, v, layer)` per layer."""
+    if hasattr(cache, "append_kv"):
         cache.append_kv(keys, values, list(token_ids))
         return
-    if hasattr(cache, "note_tokens"):
-        cache.token_ids.extend(int(t) for t in token_ids)
-    n = keys.shape[2]
-    tiered = hasattr(cache, "exact_fits")
-    if tiered and not cache.sparse and not cache.exact_fits(n):
-        cache.sparse = True
     for layer_idx in range(keys.shape[0]):
-        k, v = keys[layer_idx][None], values[layer_idx][None]  # (1, H_kv, T, D)
-        if not tiered or not cache.sparse:
-            cache.update(k, v, layer_idx)
-            continue
-        # Sparse H3Cache: the same path as H3Cache.load_prefix_blocks, on a non-empty cache.
-        layer = cache.layers[layer_idx]
-        if not layer.is_initialized:
-            layer.lazy_initialization(k[:, :, :0].to(cache.device), v[:, :, :0].to(cache.device))
-        if layer.store is None:
-            cache._to_sparse(layer_idx, k)
-        layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D)
+        cache.update(keys[layer_idx][None], values[layer_idx][None], layer_idx)  # (1, H_kv, T, D)
 
 
 def forward_tokens(model: torch.nn.Module, cache, token_ids: Sequence[int],

@@ -8,7 +8,7 @@ import torch
 
 from h3_runtime.engine import H3Engine
 from h3_runtime.kvcache.checksum import IntegrityError
-from h3_runtime.kvcache.rope import shift_keys
+from h3_runtime.reuse.rope import shift_keys
 from tests.h3_runtime.conftest import tiny_llama
 
 CFG = {"runtime": {"block_tokens": 16}}

@@ -117,6 +117,28 @@ def test_cold_cap_evicts_least_recently_used(tmp_path):
     assert cold.usage_bytes <= cold.capacity_bytes and cold.evictions == 1
 
 
+def test_cold_set_cap_shrinks_the_folder_by_lru(tmp_path):
+    cold = ColdStore(tmp_path, 10**8)
+    for i in range(4):
+        cold.store(f"k{i}", make_block(i))
+    one = cold.usage_bytes // 4
+    cold.set_cap(2 * one + 50)
+    assert cold.usage_bytes <= cold.capacity_bytes == 2 * one + 50
+    assert sum(cold.lookup(f"k{i}") for i in range(4)) == 2 and cold.evictions == 2
+
+
+def test_resource_splits_one_cold_cap_between_docs_and_spilled_blocks(tmp_path, monkeypatch):
+    """The resource's document-KV store and the engine's block store share runtime.cold_storage_max_gb."""
+    from resources import runtime as runtime_resource
+
+    monkeypatch.setenv("H3_HOME", str(tmp_path))
+    cfg = tmp_path / "h3.yaml"
+    cfg.write_text("runtime:\n  cold_storage_max_gb: 0.5\n  cold_docs_share: 0.75\n")
+    rt = runtime_resource.H3RuntimeResource(config_file=str(cfg)).get_runtime()
+    assert rt.store.max_bytes + rt.engine.cold.max_bytes == int(0.5 * 2**30)
+    assert rt.store.max_bytes == int(0.5 * 2**30 * 0.75)
+
+
 @pytest.mark.parametrize("iteration", range(20))
 def test_cold_detects_every_bit_flip(tmp_path, iteration):
     rng = random.Random(iteration)
