@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import random
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -127,6 +128,9 @@ def run_needle(out_dir: Path, quick: bool) -> dict:
                                          None if name == OWN_PREFILL else prompt_kv)
                 engine.new_cache()  # release this run's tiers
             del prompt_kv
+            print(f"needle {n} tokens, depth {depth:.0%}: " + ", ".join(
+                f"{v} {'ok' if str(key) in tok.decode(row[v]['ids']).replace(' ', '') else 'miss'}"
+                for v in variants), file=sys.stderr, flush=True)
             for name in variants:
                 r = row[name]
                 r["text"] = tok.decode(r.pop("ids"), skip_special_tokens=True)
