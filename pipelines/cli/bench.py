@@ -22,6 +22,7 @@ SCENARIOS: dict[str, str] = {
     "relation": "pipelines.bench.relation:run",
     "needle": "h3_runtime.bench.needle:run_needle",
     "scale": "h3_runtime.bench.needle:run_scale",
+    "decode": "h3_runtime.bench.decode:run_decode",
     "docs": "pipelines.bench.seed:run_docs",
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",
