@@ -24,6 +24,11 @@ SAME_FIGURE_IOU = 0.5     # two boxes overlapping this much are one figure (unio
 PART_OF = 0.9             # a box this much inside a kept box ...
 PART_AREA_RATIO = 4.0     # ... that is at most this many times larger is a part of it
 MAX_DRAWINGS = 4000       # cluster_drawings is Python-heavy: skip it on pathological pages
+MAX_PLAIN_SHAPES = 2      # a cluster of at most this many rectangles/rules draws no figure
+BACKDROP_SHARE = 0.25     # of the page: a shaded panel this large behind text is a backdrop
+BLEED = 36.0              # points: drawings may run this far off the page (full-bleed artwork)
+PIECE_GAP = 6.0           # points: side-by-side pieces this close are one logo (mark + wordmark)
+PIECE_MAX_SHARE = 0.02    # ... when each is at most this share of the page (a small graphic)
 
 
 def area(b: Box) -> float:
@@ -73,6 +78,12 @@ def _inside_any(box: Box, others: list[Box], share: float = 0.5) -> bool:
     return any(inter(box, o) >= share * max(area(box), 1e-6) for o in others)
 
 
+def _within(inner: Box, outer: Box, slack: float = 1.0) -> bool:
+    """Whether `inner` lies in `outer` (by coordinates: a straight rule has no area)."""
+    return (inner[0] >= outer[0] - slack and inner[1] >= outer[1] - slack
+            and inner[2] <= outer[2] + slack and inner[3] <= outer[3] + slack)
+
+
 def image_boxes(page: pymupdf.Page) -> list[Box]:
     """Placed raster images (tiles joined), clipped to the page."""
     boxes = []
@@ -97,21 +108,65 @@ def _is_boxy(item: dict) -> bool:
 def drawing_boxes(page: pymupdf.Page, text_boxes: list[Box]) -> list[Box]:
     """Clusters of vector drawings (PyMuPDF joins paths closer than 3 points), less the ones
     that frame text: only rectangles/straight rules with text inside (shaded text boxes, heading
-    bars, unruled tables) or mostly covered by text."""
+    bars, unruled tables) or mostly covered by text, and the bare bars and frames (one or two
+    rectangles or rules, nothing else), and the backdrops (a shaded panel behind a quarter of the
+    page or more, with text on it). A rejected cluster is searched once more without its frame:
+    a logo or icon drawn on a shaded panel joins the panel's cluster."""
     if len(page.get_cdrawings()) == 0 or len(page.get_cdrawings()) > MAX_DRAWINGS:
         return []
-    drawings = page.get_drawings()
+    # cluster_drawings keeps only paths wholly inside its clip (the page by default): artwork
+    # that bleeds past the edge, even by a rounding error, would vanish without the margin
+    return _clusters(page, page.get_drawings(), page.rect + (-BLEED, -BLEED, BLEED, BLEED),
+                     text_boxes, inner=False)
+
+
+def _is_frame(d: dict, cluster: Box) -> bool:
+    """A drawing that spans half its cluster's width or height: a panel, border or rule."""
+    r = d["rect"]
+    return (r.width >= 0.5 * (cluster[2] - cluster[0])
+            or r.height >= 0.5 * (cluster[3] - cluster[1]))
+
+
+def _clusters(page: pymupdf.Page, drawings: list[dict], clip, text_boxes: list[Box],
+              inner: bool) -> list[Box]:
     out = []
-    for rect in page.cluster_drawings(drawings=drawings):
-        box = list(rect & page.rect)
+    for rect in page.cluster_drawings(clip=clip, drawings=drawings):
+        box = list(pymupdf.Rect(rect) & page.rect)
         if area(box) <= 0:
             continue
         cover = _text_cover(box, text_boxes)
-        inside = [d for d in drawings if inter(list(d["rect"]), box) >= 0.9 * area(list(d["rect"]))]
-        if cover > MAX_TEXT_COVER or (cover >= 0.05 and all(_is_boxy(d) for d in inside)):
-            continue
-        out.append(box)
+        inside = [d for d in drawings if _within(list(d["rect"]), list(rect))]  # unclipped
+        boxy = all(_is_boxy(d) for d in inside)
+        # a shaded panel behind a large part of the page, with text on it: a backdrop
+        backdrop = (area(box) >= BACKDROP_SHARE * page.rect.width * page.rect.height
+                    and cover >= 0.05 and any(_is_boxy(d) and area(list(d["rect"]))
+                                              >= 0.9 * area(list(rect)) for d in inside))
+        if not (backdrop or cover > MAX_TEXT_COVER or (cover >= 0.05 and boxy)
+                or (boxy and len(inside) <= MAX_PLAIN_SHAPES)):
+            out.append(box)
+        elif not inner:  # a backdrop, bar, frame or shaded text box: look inside without it
+            rest = [d for d in inside if not _is_frame(d, list(rect))]
+            if 0 < len(rest) < len(inside):
+                out += _clusters(page, rest, rect, text_boxes, inner=True)
     return out
+
+
+def join_pieces(boxes: list[Box], page_area: float) -> list[Box]:
+    """Unions small boxes that sit side by side on one line, at most PIECE_GAP apart: the mark
+    and the wordmark of one logo are drawn as separate clusters."""
+    small = PIECE_MAX_SHARE * page_area
+    out: list[Box] = []
+    for box in sorted(boxes, key=lambda b: (b[0], b[1])):
+        for i, kept in enumerate(out):
+            rows_overlap = min(box[3], kept[3]) - max(box[1], kept[1])
+            if (area(box) <= small and area(kept) <= small
+                    and rows_overlap >= 0.5 * min(box[3] - box[1], kept[3] - kept[1])
+                    and max(box[0], kept[0]) - min(box[2], kept[2]) <= PIECE_GAP):
+                out[i] = _union(kept, box)
+                break
+        else:
+            out.append(list(box))
+    return out if len(out) == len(boxes) else join_pieces(out, page_area)
 
 
 def figure_boxes(page: pymupdf.Page, model_boxes: list[Box], text_boxes: list[Box],
@@ -120,13 +175,18 @@ def figure_boxes(page: pymupdf.Page, model_boxes: list[Box], text_boxes: list[Bo
     boxes come first and absorb the image/drawing boxes that coincide with them."""
     page_area = page.rect.width * page.rect.height
     candidates = [(list(b), "layout-model") for b in model_boxes]
-    candidates += [(b, "image") for b in image_boxes(page) if _plausible(b, page_area)]
-    candidates += [(b, "drawing") for b in drawing_boxes(page, text_boxes)
-                   if _plausible(b, page_area)]
+    images = [b for b in image_boxes(page) if _plausible(b, page_area)]
+    drawings = [b for b in drawing_boxes(page, text_boxes) if _plausible(b, page_area)]
+    pieces = join_pieces(images + drawings, page_area)
+    pieces = [(b, "image" if any(inter(b, i) > 0 for i in images) else "drawing") for b in pieces]
+    candidates += sorted(pieces, key=lambda bo: bo[1] != "image")  # images first, as before
     kept: list[tuple[Box, str]] = []
     for box, origin in candidates:
         if origin != "layout-model" and _inside_any(box, table_boxes):
             continue  # table rulings or a table's cell shading: the tables stage owns them
+        if origin != "layout-model" and sum(
+                inter(k, box) >= PART_OF * area(k) for k in model_boxes) >= 2:
+            continue  # a drawing that bridges figures the model saw apart: their union
         for i, (k, k_origin) in enumerate(kept):
             if iou(k, box) >= SAME_FIGURE_IOU:
                 kept[i] = (_union(k, box), k_origin)

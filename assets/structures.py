@@ -1,21 +1,55 @@
 """Stage: structures. Every table, figure and formula region with its caption and surrounding
 text, embedded (SBERT) into the `structures` table that structural recall ranks."""
 
+import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.embedder import SbertEmbedderResource
 from resources.recall.structure import EXACT_LIMIT
-from resources.semantic.structures import structure_rows
+from resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
 from resources.semantic.tables import STRUCTURES
 from resources.store import ColdStore, ColdStoreResource, sql_str
+
+
+def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
+    """Text blocks ({page: [(bbox, text)]}), lines ({page: [(bbox, text, block)]}) and heights
+    of these pages of the PDF; all empty when the file cannot be read any more (the regions'
+    own text then stands in)."""
+    blocks: dict[int, list] = {}
+    lines: dict[int, list] = {}
+    heights: dict[int, float] = {}
+    try:
+        with pymupdf.open(source) as pdf:
+            for number in sorted(pages):
+                page = pdf[number - 1]
+                heights[number] = page.rect.height
+                blocks[number], lines[number] = [], []
+                for b in page.get_text("dict")["blocks"]:
+                    if b.get("type") != 0:
+                        continue
+                    texts = []
+                    for ln in b["lines"]:
+                        text = "".join(s["text"] for s in ln["spans"])
+                        if text.strip():
+                            lines[number].append((list(ln["bbox"]), text, b["number"]))
+                            texts.append(text)
+                    if texts:
+                        blocks[number].append((list(b["bbox"]), "\n".join(texts)))
+    except (RuntimeError, ValueError, IndexError, OSError):  # moved, replaced or not a PDF
+        return {}, {}, {}
+    return blocks, lines, heights
 
 
 def structures_for_document(store: ColdStore, embed, doc_id: str) -> dict:
     """Replaces the document's structure rows; returns their count and kinds."""
     regions = store.rows("regions", f"doc_id = {sql_str(doc_id)}")
-    rows = structure_rows(regions)
+    pages = {int(r["page"]) for r in regions if r["kind"] in STRUCTURAL_KINDS}
+    docs = store.rows("documents", f"doc_id = {sql_str(doc_id)}", ["source"])
+    blocks, lines, heights = (page_text(docs[0]["source"], pages) if docs and pages
+                              else ({}, {}, {}))
+    rows = structure_rows(regions, blocks, heights, lines)
     if rows:
         vectors = embed([r.pop("embed_text") or r["text"] for r in rows])  # (N, 384)
         for row, vec in zip(rows, vectors, strict=True):

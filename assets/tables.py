@@ -1,6 +1,7 @@
 """Stage 3: tables. Ruled grids from `find_tables(use_layout=False)` (cells read with
-`get_textbox`, since `extract()` garbles decimals: MODELS.md), and tables the layout model sees
-that have no ruling (rows rebuilt from text lines)."""
+`get_textbox`, since `extract()` garbles decimals: MODELS.md), tables the layout model sees
+that have no ruling (rows rebuilt from text lines), and unruled tables inside boxes the model
+took for figures (found from the alignment of their words: assets/_aligned_tables.py)."""
 
 
 from pathlib import Path
@@ -8,6 +9,7 @@ from pathlib import Path
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
+from assets._aligned_tables import aligned_tables
 from assets._batch import Payload, per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 
@@ -44,10 +46,12 @@ def _overlaps(a: list[float], b: list[float], share: float = 0.5) -> bool:
 
 
 def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
-                model_ran: bool = False) -> list[dict]:
+                model_ran: bool = False,
+                figure_boxes: list[list[float]] | None = None) -> list[dict]:
     """Tables on one page: {"page", "bbox", "rows", "markdown", "origin"}. The grid search
     (~0.1 s a page) runs where the layout model saw a table, or, on pages the model did not
-    look at, where there are enough vector lines to draw one."""
+    look at, where there are enough vector lines to draw one; the word-alignment search (a few
+    ms) runs inside the model's `figure_boxes`."""
     found: list[dict] = []
     search: pymupdf.Rect | None = None
     if model_boxes:  # only look where the model saw tables: find_tables is slow on busy pages
@@ -90,6 +94,13 @@ def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
             found.append({"page": page.number + 1, "bbox": [round(v, 2) for v in box],
                           "rows": rows, "markdown": rows_to_markdown(rows),
                           "origin": "layout-model"})
+    for box in figure_boxes or []:  # tables the model took for pictures
+        for table in aligned_tables(page, box):
+            if not any(_overlaps(table["bbox"], t["bbox"]) for t in found):
+                found.append({"page": page.number + 1,
+                              "bbox": [round(v, 2) for v in table["bbox"]],
+                              "rows": table["rows"], "markdown": rows_to_markdown(table["rows"]),
+                              "origin": "text-alignment"})
     return found
 
 
@@ -101,10 +112,13 @@ def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dic
         out: list[dict] = []
         with pymupdf.open(Path(doc["source"])) as pdf:
             for page_layout in lay["layout"]:
+                detections = page_layout["detections"]["blocks"]
                 boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
-                         for b in page_layout["detections"]["blocks"] if b["type"] == "table"]
+                         for b in detections if b["type"] == "table"]
+                pictures = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
+                            for b in detections if b["type"] == "figure"]
                 out += page_tables(pdf[page_layout["page"] - 1], boxes,
-                                   page_layout.get("model", False))
+                                   page_layout.get("model", False), pictures)
         return {"source": doc["source"], "tables": out}
 
     results = per_document(context, one, documents, layout)

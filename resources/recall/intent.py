@@ -20,7 +20,12 @@ _EN_STRUCTURE = {
     "illustrations": "figure", "photo": "figure", "photograph": "figure", "drawing": "figure",
     "schematic": "figure", "formula": "formula", "formulas": "formula", "formulae": "formula",
     "equation": "formula", "equations": "formula",
+    # pictures readers name by what they are rather than by "figure"
+    "logo": "figure", "logos": "figure", "icon": "figure", "icons": "figure",
+    "emblem": "figure", "photos": "figure", "photographs": "figure", "screenshot": "figure",
+    "screenshots": "figure", "flowchart": "figure", "infographic": "figure",
 }
+SMALL_FIGURE_WORDS = frozenset({"logo", "logos", "icon", "icons", "emblem"})
 _EN_RE = re.compile(r"\b(" + "|".join(sorted(_EN_STRUCTURE, key=len, reverse=True)) + r")\b\.?",
                     re.IGNORECASE)
 _NOT_STRUCTURE = re.compile(r"table of contents|on the table|graph database|knowledge graph",
@@ -30,13 +35,21 @@ _NOT_STRUCTURE = re.compile(r"table of contents|on the table|graph database|know
 _ZH_WORDS = {"表格": "table", "数据表": "table", "图表": "figure", "图片": "figure",
              "图像": "figure", "示意图": "figure", "流程图": "figure", "结构图": "figure",
              "插图": "figure", "曲线图": "figure", "柱状图": "figure", "公式": "formula",
-             "方程": "formula"}
+             "方程": "formula", "标志": "figure", "图标": "figure",
+             # Korean and Japanese words for figure, chart and logo
+             "그림": "figure", "도표": "figure", "로고": "figure", "図表": "figure"}
 _ZH_RE = re.compile("|".join(sorted(_ZH_WORDS, key=len, reverse=True)))
-_ZH_SINGLE = re.compile(r"([表图])\s*\d|(?:张|个|幅|这|那|哪|的)([表图])(?![示])|([表图])(?:中|里|上)")
-_NUMBER_RE = re.compile(r"\b(table|figure|fig|chart|equation)\.?\s*(\d+(?:[.-]\d+)*)",
-                        re.IGNORECASE)
-_ZH_NUMBER_RE = re.compile(r"([表图])\s*(\d+)")
+_ZH_SINGLE = re.compile(r"([表图図표])\s*\d|(?:张|个|幅|这|那|哪|的)([表图])(?![示])|([表图])(?:中|里|上)")
+_NUMBER_RE = re.compile(
+    r"\b(table|figure|fig|chart|equation|example|listing)\.?\s*(\d+(?:[.-]\d+)*)",
+    re.IGNORECASE)
+_ZH_NUMBER_RE = re.compile(r"([表图図표]|그림)\s*(\d+(?:[.-]\d+)*)")
 _PAGE_RE = re.compile(r"\bpage\s+(\d+)\b|第\s*(\d+)\s*页", re.IGNORECASE)
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "last": -1,
+             "一": 1, "二": 2, "三": 3, "四": 4, "五": 5}
+# "the first figure", "the last table", "第二个图" / "第一张表" (not "第2页": that is a page)
+_ORDINAL_RE = re.compile(r"\b(first|second|third|fourth|fifth|last)\b|第\s*([一二三四五])\s*[个张幅]",
+                         re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +57,7 @@ class StructureIntent:
     kinds: tuple[str, ...]  # region kinds asked for: table, figure, formula
     number: str | None = None  # "3" in "Table 3"
     page: int | None = None  # "on page 5"
+    ordinal: int | None = None  # 1 for "the first figure", -1 for "the last table"
     words: tuple[str, ...] = field(default_factory=tuple)  # the trigger words found
 
 
@@ -60,7 +74,7 @@ def detect_structure(query: str) -> StructureIntent | None:
         words.append(m.group(0))
     for m in _ZH_SINGLE.finditer(cleaned):
         char = next(g for g in m.groups() if g)
-        kinds.append("table" if char == "表" else "figure")
+        kinds.append("table" if char in "表표" else "figure")
         words.append(char)
     if not kinds:
         return None
@@ -70,13 +84,18 @@ def detect_structure(query: str) -> StructureIntent | None:
     page = None
     if p := _PAGE_RE.search(cleaned):
         page = int(p.group(1) or p.group(2))
-    return StructureIntent(tuple(dict.fromkeys(kinds)), number, page, tuple(words))
+    ordinal = None
+    if o := _ORDINAL_RE.search(cleaned):
+        ordinal = _ORDINALS[(o.group(1) or o.group(2)).lower()]
+    return StructureIntent(tuple(dict.fromkeys(kinds)), number=number, page=page,
+                           ordinal=ordinal, words=tuple(words))
 
 
 def strip_structure_words(query: str) -> str:
     """The query without its structure words and filler, for matching captions."""
     q = _EN_RE.sub(" ", query)
     q = _ZH_RE.sub(" ", q)
+    q = _PAGE_RE.sub(" ", _ORDINAL_RE.sub(" ", q))  # position words select, they do not match
     q = re.sub(r"\b(show|me|find|the|a|an|of|with|which|what|where|is|are|that|about|please|"
                r"give|list|display|in|on)\b", " ", q, flags=re.IGNORECASE)
     return re.sub(r"\s+", " ", q).strip()

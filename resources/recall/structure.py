@@ -6,10 +6,18 @@ table or figure region itself.
 
 from __future__ import annotations
 
+import re
+import unicodedata
+
 import numpy as np
 
 from ontology.document import Hit
-from resources.recall.intent import detect_structure, strip_structure_words
+from resources.recall.intent import (
+    SMALL_FIGURE_WORDS,
+    StructureIntent,
+    detect_structure,
+    strip_structure_words,
+)
 from resources.recall.router import RecallContext, register_intent
 from resources.recall.text import coverage, terms
 from resources.semantic.structures import STRUCTURAL_KINDS
@@ -19,6 +27,30 @@ from resources.store.base import sql_str
 COLUMNS = ["doc_id", "region_id", "page", "kind", "bbox", "caption", "text", "search_text",
            "number", "vector"]
 EXACT_LIMIT = 5_000  # up to this many candidates are scored exactly; beyond, ANN + BM25 pools
+POSITION_BONUS = 0.3  # "the first figure": as strong as a matching number
+SMALL_BONUS = 0.15  # "the logo": small pictures first, text still decides between them
+SMALL_FIGURE_AREA = 15_000.0  # square points: ~3% of a Letter page (logos, icons, stamps)
+# Chinese, Japanese and Korean runs: `terms` keeps only Latin letters and digits, so these are
+# matched as character bigrams (no word segmenter needed, and bigrams survive Korean particles)
+# and symbols as themselves
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+")
+
+
+def cjk_grams(text: str) -> set[str]:
+    """Character bigrams of the CJK/Hangul runs of a text (a lone character stands alone), and
+    the currency and other symbols in it (€, ¥, ™, ©), which `terms` drops too."""
+    grams = {run[i:i + 2] for run in _CJK_RUN.findall(text)
+             for i in range(max(len(run) - 1, 1))}
+    return grams | {c for c in text if not c.isascii() and unicodedata.category(c) in ("Sc", "So")}
+
+
+def match_share(q_terms: list[str], q_grams: set[str], text: str) -> float:
+    """Share of the query's content terms and CJK bigrams (and symbols) found in the text."""
+    total = len(q_terms) + len(q_grams)
+    if not total:
+        return 0.0
+    found = coverage(q_terms, text) * len(q_terms) + len(q_grams & cjk_grams(text))
+    return found / total
 
 
 def _candidates(ctx: RecallContext, where: str, query: str) -> list[dict]:
@@ -29,6 +61,33 @@ def _candidates(ctx: RecallContext, where: str, query: str) -> list[dict]:
     for r in ctx.store.text_search(STRUCTURES.name, query, 50, where, COLUMNS):
         pool.setdefault(r["region_id"], r)
     return list(pool.values())
+
+
+def _ordinal_ids(rows: list[dict], ordinal: int) -> set[str]:
+    """Region ids at that position (1-based, -1 = last) in each document's reading order."""
+    by_doc: dict[str, list[dict]] = {}
+    for r in rows:
+        by_doc.setdefault(r["doc_id"], []).append(r)
+    picked = set()
+    for doc_rows in by_doc.values():
+        doc_rows.sort(key=lambda r: (r["page"], r["bbox"][1], r["bbox"][0]))
+        index = ordinal - 1 if ordinal > 0 else len(doc_rows) + ordinal
+        if 0 <= index < len(doc_rows):
+            picked.add(doc_rows[index]["region_id"])
+    return picked
+
+
+def _position_bonus(intent: StructureIntent | None, row: dict, ordinal_ids: set[str]) -> float:
+    """What the query says about where or what size the region is: "the second figure", "the
+    logo" (a small picture)."""
+    if intent is None:
+        return 0.0
+    bonus = POSITION_BONUS if row["region_id"] in ordinal_ids else 0.0
+    box = row["bbox"]
+    if (SMALL_FIGURE_WORDS & {w.lower() for w in intent.words} and row["kind"] == "figure"
+            and (box[2] - box[0]) * (box[3] - box[1]) <= SMALL_FIGURE_AREA):
+        bonus += SMALL_BONUS
+    return bonus
 
 
 def structure_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
@@ -46,10 +105,14 @@ def structure_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
         return []
     q = ctx.query_vector(rest)  # (384,)
     cos = np.asarray([r["vector"] for r in rows], dtype=np.float32) @ q  # (N,)
-    q_terms = terms(rest)
+    q_terms, q_grams = terms(rest), cjk_grams(rest)
+    ordinal_ids = (_ordinal_ids([r for r in rows if r["kind"] in intent.kinds], intent.ordinal)
+                   if intent and intent.ordinal else set())
     scored = []
     for row, c in zip(rows, cos, strict=True):
-        score = 1.0 + 0.6 * max(float(c), 0.0) + 0.3 * coverage(q_terms, row["search_text"])
+        score = 1.0 + 0.6 * max(float(c), 0.0) + 0.3 * match_share(q_terms, q_grams,
+                                                                  row["search_text"])
+        score += _position_bonus(intent, row, ordinal_ids)
         if intent and intent.number and row["number"] == intent.number:
             score += 0.3
         if intent and row["kind"] not in intent.kinds:

@@ -57,3 +57,67 @@ def test_model_box_absorbs_the_image_under_it_and_tables_own_their_rulings():
 def test_image_tiles_are_joined():
     tiles = [[0, 0, 100, 10], [0, 10, 100, 20], [0, 21, 100, 30], [300, 0, 310, 10]]
     assert join_tiles(tiles) == [[0, 0, 100, 30], [300, 0, 310, 10]]
+
+
+def _logo_page() -> pymupdf.Page:
+    """A page with artwork that bleeds off the top edge, a two-piece logo in the footer, a
+    plain header bar and a rule: only the artwork and the logo are figures."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    shape = page.new_shape()
+    shape.draw_circle((90, 20), 40)  # crosses y = 0: cluster_drawings alone would drop it
+    shape.finish(fill=(0.2, 0.5, 0.8))
+    shape.draw_circle((450, 760), 10)  # the logo's mark ...
+    shape.finish(fill=(0.1, 0.1, 0.6))
+    shape.draw_oval(pymupdf.Rect(465, 752, 540, 768))  # ... and its wordmark, 5 points away
+    shape.finish(fill=(0.1, 0.1, 0.6))
+    shape.draw_rect(pymupdf.Rect(200, 0, 560, 30))  # a bare header bar
+    shape.finish(fill=(0.9, 0.9, 0.9))
+    shape.draw_line((72, 700), (540, 700))  # a rule elsewhere on the page
+    shape.finish(color=(0, 0, 0))
+    shape.commit()
+    return page
+
+
+def test_bleeding_artwork_and_two_piece_logos_are_whole_figures_bars_are_not():
+    page = _logo_page()
+    boxes = [b for b, _ in figure_boxes(page, [], [], [])]
+    assert max(iou(b, [50, 0, 130, 60]) for b in boxes) >= 0.9, boxes  # clipped to the page
+    assert max(iou(b, [440, 750, 540, 770]) for b in boxes) >= 0.9, boxes  # mark + wordmark
+    assert all(iou(b, [200, 0, 560, 30]) < 0.5 for b in boxes), boxes  # header bar
+    assert len(boxes) == 2, boxes
+
+
+def test_a_drawing_that_bridges_two_model_figures_is_not_a_third():
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    shape = page.new_shape()
+    for x in (80, 330):  # two pictures side by side, joined by a frame line
+        shape.draw_circle((x + 100, 300), 90)
+        shape.finish(fill=(0.3, 0.3, 0.3))
+    shape.draw_line((80, 395), (530, 395))
+    shape.finish(color=(0, 0, 0))
+    shape.commit()
+    models = [[80, 200, 280, 400], [330, 200, 530, 400]]
+    found = figure_boxes(page, models, [], [])
+    assert [b for b, _ in found] == models, found
+
+
+def test_a_logo_on_a_shaded_backdrop_is_found_and_the_backdrop_is_not_a_figure():
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    shape = page.new_shape()
+    shape.draw_rect(pymupdf.Rect(60, 100, 550, 700))  # the panel behind the page's text
+    shape.finish(fill=(0.95, 0.95, 0.9))
+    for i in range(6):  # a striped logo: short strokes 2 points apart
+        shape.draw_line((150, 272 + 3 * i), (178, 272 + 3 * i))
+        shape.draw_bezier((150, 272 + 3 * i), (160, 273 + 3 * i), (170, 273 + 3 * i),
+                          (178, 272 + 3 * i))
+    shape.finish(color=(0.1, 0.2, 0.7), width=1)
+    shape.commit()
+    for y in range(320, 680, 14):
+        page.insert_text((80, y), "Text printed on the panel, line after line of it. " * 2,
+                         fontsize=9)
+    text = [list(b[:4]) for b in page.get_text("blocks")]
+    boxes = [b for b, _ in figure_boxes(page, [], text, [])]
+    assert len(boxes) == 1 and iou(boxes[0], [150, 272, 178, 288]) >= 0.6, boxes

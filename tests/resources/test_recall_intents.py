@@ -50,3 +50,24 @@ def test_query_entities_prefers_the_longest_name():
     assert query_entities("Who acquired Quill Pharmaceuticals?", names) == ["e_q"]
     assert query_entities("Did Orion Health buy Quill?", names) == ["e_o", "e_short"]
     assert query_entities("华为的总部在哪里", {"华为": ["e_h"]}) == ["e_h"]
+
+
+@pytest.mark.parametrize("query,kinds,number", [
+    ("Show the company logo", ("figure",), None),
+    ("[표 1] 감염병예방법 개정전·후 비교", ("table",), "1"),
+    ("그림 4-5 보안기술 도출", ("figure",), "4-5"),
+    ("図3の説明", ("figure",), "3"),
+    ("figure Example 3-10 Activating RCAC", ("figure",), "3-10"),
+])
+def test_pictures_named_by_what_they_are_and_korean_japanese_labels(query, kinds, number):
+    intent = detect_structure(query)
+    assert intent is not None and intent.kinds == kinds and intent.number == number
+
+
+def test_position_words_select_and_are_not_matched():
+    first = detect_structure("the first figure on page 3")
+    assert (first.ordinal, first.page) == (1, 3)
+    assert detect_structure("the last table").ordinal == -1
+    assert detect_structure("第二个图").ordinal == 2
+    assert detect_structure("显示第3页的表格").ordinal is None  # 第3页 is a page
+    assert strip_structure_words("the first figure on page 3 about revenue") == "revenue"
