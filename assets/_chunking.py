@@ -74,19 +74,22 @@ def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: d
 
 
 def _split_long(text: str, count: Callable[[str], int], max_tokens: int) -> list[str]:
-    """Sentence-packed pieces of at most ~max_tokens (a single huge sentence is cut by words)."""
-    pieces, current = [], ""
+    """Sentence-packed pieces of at most ~max_tokens (a single huge sentence is cut by words).
+    A piece's size is the running sum of its sentences' counts (see build_chunks)."""
+    pieces, current, current_tokens = [], "", 0
     for sentence in _SENTENCE.split(text):
-        candidate = f"{current} {sentence}".strip()
-        if current and count(candidate) > max_tokens:
+        tokens = count(sentence)
+        candidate, candidate_tokens = f"{current} {sentence}".strip(), current_tokens + tokens
+        if current and candidate_tokens > max_tokens:
             pieces.append(current)
-            candidate = sentence
-        while count(candidate) > max_tokens * 1.5:
+            candidate, candidate_tokens = sentence, tokens
+        while candidate_tokens > max_tokens * 1.5:
             words = candidate.split()
             half = max(1, len(words) // 2)
             pieces.append(" ".join(words[:half]))
             candidate = " ".join(words[half:])
-        current = candidate
+            candidate_tokens = count(candidate)
+        current, current_tokens = candidate, candidate_tokens
     if current:
         pieces.append(current)
     return pieces
@@ -95,9 +98,14 @@ def _split_long(text: str, count: Callable[[str], int], max_tokens: int) -> list
 def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
                  max_tokens: int = 256) -> list[dict]:
     """Section-aware chunks: a title starts a new chunk and names the section; tables and figures
-    are chunks of their own; a chunk never crosses a page, so its page and bbox are exact."""
+    are chunks of their own; a chunk never crosses a page, so its page and bbox are exact.
+
+    `count` must be (about) additive over whitespace joins, as word-piece and word counts are:
+    a growing chunk's size is the running sum of its parts' counts, not a re-count of its text
+    (re-counting made chunking quadratic in the tokenizer calls)."""
     chunks: list[dict] = []
     buf: list[dict] = []
+    buf_tokens = 0
     section = ""
 
     def emit(text: str, parts: list[dict], kind: str) -> None:
@@ -107,6 +115,8 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
                        "token_count": count(text), "region_ids": [p["region_id"] for p in parts]})
 
     def flush() -> None:
+        nonlocal buf_tokens
+        buf_tokens = 0
         if buf:
             kinds = {r["kind"] for r in buf} - {"title"}
             kind = kinds.pop() if len(kinds) == 1 else ("title" if not kinds else "text")
@@ -127,6 +137,7 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
                 flush()
             section = " ".join(text.split())[:200]
             buf.append(region)
+            buf_tokens += tokens
         elif region["kind"] in ("table", "figure") or tokens > max_tokens:
             flush()
             kind = region["kind"] if region["kind"] != "title" else "text"
@@ -135,9 +146,10 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
             for piece in splitter(text):
                 emit(piece, [region], kind)
         else:
-            if buf and count("\n".join(r["text"] for r in buf)) + tokens > max_tokens:
+            if buf and buf_tokens + tokens > max_tokens:
                 flush()
             buf.append(region)
+            buf_tokens += tokens
     flush()
     return chunks
 
@@ -146,11 +158,14 @@ def _split_rows(markdown: str, count: Callable[[str], int], max_tokens: int) -> 
     """Table pieces of whole rows, each repeating the header rows."""
     lines = markdown.splitlines()
     head, body = lines[:2], lines[2:]
-    pieces, current = [], list(head)
+    head_tokens = sum(count(line) for line in head)
+    pieces, current, current_tokens = [], list(head), head_tokens
     for line in body:
-        if len(current) > len(head) and count("\n".join(current + [line])) > max_tokens:
+        tokens = count(line)
+        if len(current) > len(head) and current_tokens + tokens > max_tokens:
             pieces.append("\n".join(current))
-            current = list(head)
+            current, current_tokens = list(head), head_tokens
         current.append(line)
+        current_tokens += tokens
     pieces.append("\n".join(current))
     return pieces

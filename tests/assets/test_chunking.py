@@ -50,3 +50,31 @@ def test_blocks_inside_a_table_are_folded_into_it():
     assert [(r["kind"], r["text"]) for r in rows] == [
         ("title", "Heading"), ("table", "| cell 1 | x |"), ("text", "after")]
     assert [r["order"] for r in rows] == [0, 1, 2]
+
+
+def test_chunk_sizes_are_running_sums_not_recounts():
+    """A page of many short paragraphs: the counter sees each text about once (re-counting the
+    growing chunk made chunking quadratic in tokenizer work), and chunks still fit the budget."""
+    seen: list[str] = []
+
+    def counting_words(text: str) -> int:
+        seen.append(text)
+        return words(text)
+
+    paragraphs = [region(i, 1, "text", " ".join(f"w{i}x{j}" for j in range(7)), i * 10.0)
+                  for i in range(120)]
+    long_text = ". ".join(f"sentence {i} has five words" for i in range(200))
+    table = "| a | b |\n|---|---|\n" + "\n".join(f"| {i} | {i * 2} |" for i in range(300))
+    regions = [*paragraphs, region(120, 1, "text", long_text, 2000.0),
+               region(121, 1, "table", table, 2100.0)]
+    chunks = build_chunks("d", regions, counting_words, max_tokens=50)
+    total_chars = sum(len(r["text"]) for r in regions)
+    assert sum(len(t) for t in seen) <= 3 * total_chars
+    text_chunks = [c for c in chunks if c["kind"] == "text"]
+    assert all(c["token_count"] <= 50 for c in text_chunks[:17])  # the packed paragraphs
+    assert all(c["token_count"] == words(c["text"]) for c in chunks)
+    assert " ".join(c["text"] for c in text_chunks).count("w119x6") == 1
+    assert " ".join(c["text"] for c in text_chunks).count("sentence") == 200
+    table_chunks = [c for c in chunks if c["kind"] == "table"]
+    assert all(c["token_count"] <= 50 + 12 for c in table_chunks)  # + the repeated header
+    assert sum(c["text"].count("\n| ") for c in table_chunks) == 300  # every row, once

@@ -1,0 +1,86 @@
+"""The ingest bench's fp32-vs-int8 comparison of the SBERT chunk embedder, side by side on the
+same chunks: CPU per chunk, cosine of each int8 vector to its fp32 one, and text recall (dense,
+full-text, hybrid...) measured the same way on a copy of the store whose chunk vectors were
+re-embedded at the other precision (queries encoded at that precision too).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from h3_runtime.home import h3_home_env
+
+
+def _chunk_texts(home: Path) -> list[str]:
+    from assets.embeddings import embedding_text
+    from resources.store import open_store
+
+    with h3_home_env(home):
+        rows = open_store().rows("chunks", columns=["chunk_id", "text", "section"])
+    return [embedding_text(r) for r in sorted(rows, key=lambda r: r["chunk_id"])]
+
+
+def _timed_encode(embedder, texts: list[str]) -> tuple[np.ndarray, float, float]:
+    """(vectors (N, 384), CPU seconds, wall seconds) of one encode call over every text."""
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    vectors = embedder.encode(texts)  # (N, 384)
+    return vectors, time.process_time() - cpu0, time.perf_counter() - t0
+
+
+def reembed_store(home: Path, embedder) -> int:
+    """Rewrites the `chunks` table of this H3_HOME's store with vectors from `embedder` (full-text
+    index rebuilt); returns the number of rows."""
+    from assets.embeddings import embedding_text
+    from resources.store import TABLES, open_store
+
+    with h3_home_env(home):
+        store = open_store()
+        rows = store.rows("chunks")
+        vectors = embedder.encode([embedding_text(r) for r in rows])  # (N, 384)
+        for row, vector in zip(rows, vectors, strict=True):
+            row["vector"] = [float(x) for x in vector]
+        store.delete_where("chunks", "true")
+        store.add("chunks", rows)
+        handle = store._open("chunks")
+        for column in TABLES["chunks"].fts_columns:
+            handle.create_fts_index(column, replace=True)
+    return len(rows)
+
+
+def compare_precisions(home: Path, work: Path, configured_recall: dict,
+                       recall_fn: Callable[[Path, Callable], dict]) -> dict:
+    """`home`: an ingested H3_HOME (configured precision). Returns, per precision, CPU per chunk
+    and recall by variant; plus the int8-to-fp32 cosine. `recall_fn(home, embed)` measures recall
+    like the bench does for the configured store."""
+    from resources.models.embedder import PRECISIONS, default_precision, get_embedder
+
+    configured = default_precision()
+    other = next(p for p in PRECISIONS if p != configured)
+    texts = _chunk_texts(home)
+    embedders = {p: get_embedder(precision=p) for p in PRECISIONS}
+    embedders[other].encode(["warm up"])
+    report: dict = {"configured": configured, "chunks": len(texts)}
+    vectors = {}
+    for precision, embedder in embedders.items():
+        vectors[precision], cpu, wall = _timed_encode(embedder, texts)
+        report[precision] = {"cpu_s": round(cpu, 2), "wall_s": round(wall, 2),
+                             "cpu_s_per_chunk": round(cpu / max(len(texts), 1), 4)}
+    if texts:
+        cosine = (vectors["int8"] * vectors["fp32"]).sum(axis=1)  # (N,) rows are unit length
+        report["int8_cosine_to_fp32"] = {"min": round(float(cosine.min()), 4),
+                                         "mean": round(float(cosine.mean()), 4)}
+    copy = work / f"{home.name}_{other}"
+    shutil.copytree(home, copy)
+    reembed_store(copy, embedders[other])
+    report[configured]["recall"] = configured_recall.get("by_variant", {})
+    report[other]["recall"] = recall_fn(copy, embedders[other].encode).get("by_variant", {})
+    dense = {p: report[p]["recall"].get("dense", {}) for p in PRECISIONS}
+    report["dense_delta_int8_minus_fp32"] = {
+        k: round(dense["int8"].get(k, 0.0) - dense["fp32"].get(k, 0.0), 3)
+        for k in ("recall_at_5", "mrr")}
+    return report
