@@ -73,6 +73,9 @@ class SchedulerConfig:
     pressure_watermark: float = 0.85  # hot usage above this fraction raises the hot threshold
     pressure_hbm_threshold: float = 0.98  # ... to this
     relevance_weight: float = 0.5  # heat = (1 - w) * frequency + w * relevance
+    # blocks below cold_threshold go to cold once the warm tier is fuller than this fraction;
+    # below it host memory is free and a disk round trip would be pure cost
+    warm_watermark: float = 0.5
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -136,8 +136,10 @@ class LayerStore:
             block = self.fetch(b, to="hot" if self.slots.free_slots else "warm", count_hit=False)
             if block is not None and self.slots.free_slots:
                 self.slots.store(b, block, masked_prefix=self.g.sink_tokens if b == 0 else 0)
-        for b in plan.demote_cold:
-            self.demote(b)
+        warm = ctx.warm
+        if warm.usage_bytes > ctx.scheduler.cfg.warm_watermark * warm.capacity_bytes:
+            for b in plan.demote_cold:
+                self.demote(b)
         ctx.scheduler.record_access(self.heat, list(self.slots.slot_of))
         ctx.scheduler.finish_step(self.heat, plan.hot[0] if plan.hot else None)
 

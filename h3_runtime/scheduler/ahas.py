@@ -11,7 +11,9 @@ Placement for one layer and one step (`place`):
    `pressure_hbm_threshold` when hot usage is above `pressure_watermark`), hottest first;
 3. then, unless under memory pressure, blocks with heat >= `hbf_threshold`, hottest first,
    while slots remain; everything else hot is evicted to warm (its bytes are already there);
-4. blocks with heat < `cold_threshold` are demoted from warm to cold;
+4. blocks with heat < `cold_threshold` are demoted from warm to cold (the layer store carries
+   this out once the warm tier is fuller than `warm_watermark`: with host memory to spare, a
+   disk round trip would only cost time);
 5. prefetch candidates (prefetch.py) fill free hot slots and are brought from cold to warm.
 """
 

@@ -60,3 +60,20 @@ def test_64k_prompt_with_hot_budget_under_5_percent(tmp_path):
     assert len(out) == 8 and s["tokens"] == n + 7
     assert s["hot_peak_bytes"] <= s["hot_budget_bytes"] <= 0.05 * s["full_kv_bytes"]
     assert s["warm_bytes"] + s["cold_bytes"] >= 0.9 * full  # the rest lives in warm / cold
+
+
+@pytest.mark.parametrize("watermark, expect_cold", [(0.5, False), (0.0, True)])
+def test_cold_demotion_waits_for_warm_pressure(tmp_path, watermark, expect_cold):
+    """Cold-eligible blocks (heat < cold_threshold) go to disk only once the warm tier is fuller
+    than scheduler.warm_watermark: with host memory to spare they stay warm (no disk round trip)."""
+    n = 2048
+    budget = int(n * kv_bytes_per_token(MODEL) * 0.2)
+    cfg = {"runtime": {"block_tokens": 16, "prefill_chunk_tokens": 128, "recent_tokens": 32},
+           "scheduler": {"cold_threshold": 0.6, "hbf_threshold": 0.7, "warm_watermark": watermark}}
+    engine = H3Engine(model=MODEL, hbm_size_gb=budget / 2**30, hbf_size_gb=1.0, config=cfg,
+                      cold_storage_path=tmp_path / "kv")
+    ids = torch.randint(0, 128, (1, n), generator=torch.Generator().manual_seed(1))
+    engine.generate(ids, max_new_tokens=8)
+    s = engine.stats()
+    assert (s["cold_bytes"] > 0) is expect_cold
+    assert s["warm_bytes"] + s["cold_bytes"] >= n * kv_bytes_per_token(MODEL)  # every block kept
