@@ -192,16 +192,15 @@ class LayerStore:
             m = min(S, n1) - n0
             self.k[:, n0 : n0 + m] = kn[:, :m].to(dev)
             self.v[:, n0 : n0 + m] = vn[:, :m].to(dev)
-        for b in range(n0 // T, n1 // T):  # blocks completed by these tokens
-            lo, hi = b * T, (b + 1) * T
-            parts_k, parts_v = [], []
-            if lo < n0:
-                idx = torch.arange(lo, n0, device=dev) % cap + r0
-                parts_k.append(self.k[:, idx].cpu())
-                parts_v.append(self.v[:, idx].cpu())
-            parts_k.append(kn[:, max(lo, n0) - n0 : hi - n0].cpu())
-            parts_v.append(vn[:, max(lo, n0) - n0 : hi - n0].cpu())
-            self.add_block(b, torch.cat(parts_k, 1).contiguous(), torch.cat(parts_v, 1).contiguous())
+        b_new = -(-n0 // T)  # first block made of new tokens only
+        if n0 % T and n0 // T < n1 // T:  # the block the ring had started completes now
+            lo, hi = (n0 // T) * T, (n0 // T + 1) * T
+            idx = torch.arange(lo, n0, device=dev) % cap + r0
+            self.add_block(n0 // T, torch.cat([self.k[:, idx].cpu(), kn[:, : hi - n0].cpu()], 1),
+                           torch.cat([self.v[:, idx].cpu(), vn[:, : hi - n0].cpu()], 1))
+        if b_new < n1 // T:  # whole new blocks: summarised together (a loaded document: many)
+            lo, hi = b_new * T - n0, (n1 // T) * T - n0
+            self.add_blocks(b_new, kn[:, lo:hi].cpu(), vn[:, lo:hi].cpu())
         recent = cap - T
         start = max(self.recent_start, ((n1 - recent) // T) * T if n1 > recent else 0)
         first = max(n0, start)
@@ -220,26 +219,42 @@ class LayerStore:
         self.live_tokens, self.n, self.recent_start = live, n1, start
 
     def add_block(self, b: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Records complete block b ((H_kv, T, D) host tensors, owned): summaries + warm copy."""
-        if b >= self.center.shape[0]:
-            new = max(16, 2 * self.center.shape[0], b + 1)
-            H, D = keys.shape[0], keys.shape[2]
-            for name in ("center", "radius", "kmean"):
-                old = getattr(self, name)
-                grown = torch.zeros(new, H, D)
-                grown[: old.shape[0]] = old
-                setattr(self, name, grown)
-            grown_w = torch.zeros(new, dtype=torch.bool)
-            grown_w[: self.in_warm.numel()] = self.in_warm
-            self.in_warm = grown_w
-        kf = keys.float()
-        kmin, kmax = kf.amin(1), kf.amax(1)  # (H_kv, D)
-        self.center[b], self.radius[b] = (kmax + kmin) * 0.5, (kmax - kmin) * 0.5
-        self.kmean[b] = kf.mean(1)
-        self.n_blocks = max(self.n_blocks, b + 1)
-        block = KVBlock(keys, values, block_checksum(keys, values))
-        self.ctx.stats.bytes_moved["hot->warm"] += block.nbytes
-        self._to_warm(b, block)
+        """Records complete block b ((H_kv, T, D) host tensors): summaries + warm copy."""
+        self.add_blocks(b, keys, values)
+
+    def add_blocks(self, b0: int, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Records complete blocks b0, b0 + 1, ... from (H_kv, nb * T, D) host tensors: their
+        summaries in one pass, then each block (own contiguous copy, checksum) into warm."""
+        T = self.g.block_tokens
+        H, n, D = keys.shape
+        nb = n // T
+        self._grow(b0 + nb, H, D)
+        kf = keys.float().reshape(H, nb, T, D)
+        kmin, kmax = kf.amin(2), kf.amax(2)  # (H_kv, nb, D)
+        self.center[b0 : b0 + nb] = ((kmax + kmin) * 0.5).transpose(0, 1)  # (nb, H_kv, D)
+        self.radius[b0 : b0 + nb] = ((kmax - kmin) * 0.5).transpose(0, 1)
+        self.kmean[b0 : b0 + nb] = kf.mean(2).transpose(0, 1)
+        self.n_blocks = max(self.n_blocks, b0 + nb)
+        for i in range(nb):
+            k = keys[:, i * T : (i + 1) * T].contiguous()  # (H_kv, T, D), owned by the block
+            v = values[:, i * T : (i + 1) * T].contiguous()
+            block = KVBlock(k, v, block_checksum(k, v))
+            self.ctx.stats.bytes_moved["hot->warm"] += block.nbytes
+            self._to_warm(b0 + i, block)
+
+    def _grow(self, n_blocks: int, H: int, D: int) -> None:
+        """Room for n_blocks in the summary arrays (capacity doubles, so appends stay cheap)."""
+        if n_blocks <= self.center.shape[0]:
+            return
+        new = max(16, 2 * self.center.shape[0], n_blocks)
+        for name in ("center", "radius", "kmean"):
+            old = getattr(self, name)
+            grown = torch.zeros(new, H, D)
+            grown[: old.shape[0]] = old
+            setattr(self, name, grown)
+        grown_w = torch.zeros(new, dtype=torch.bool)
+        grown_w[: self.in_warm.numel()] = self.in_warm
+        self.in_warm = grown_w
 
     def _to_warm(self, b: int, block: KVBlock) -> None:
         warm = self.ctx.warm
