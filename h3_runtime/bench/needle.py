@@ -29,8 +29,7 @@ from transformers import DynamicCache
 
 from h3_runtime.bench.plots import plot_needle, plot_scale
 from h3_runtime.engine import H3Engine
-from h3_runtime.kvcache.block import KVBlock
-from h3_runtime.kvcache.checksum import block_checksum
+from h3_runtime.reuse.assemble import greedy_decode
 
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 BUDGETS = (0.05, 0.10, 0.20)
@@ -67,19 +66,8 @@ def full_attention(model, ids: list[int], max_new: int,
     if keep is not None:
         keep.extend((layer.keys[0].clone(), layer.values[0].clone()) for layer in cache.layers)
     t1b = time.perf_counter()  # the copy above is bench bookkeeping, not decode time
-    new = [int(out.logits[0, -1].argmax())]
-    for _ in range(max_new - 1):
-        out = model(torch.tensor([[new[-1]]]), cache=cache, use_cache=True)
-        new.append(int(out.logits[0, -1].argmax()))
+    new = greedy_decode(model, cache, out.logits[0, -1], max_new)  # no EOS stop: max_new tokens
     return new, t1 - t0, time.perf_counter() - t1b
-
-
-def prompt_blocks(prompt_kv: list, block_tokens: int, n_tokens: int) -> list[list[KVBlock]]:
-    """The first n_tokens (a multiple of block_tokens) of each layer's prompt KV as blocks."""
-    T = block_tokens
-    return [[KVBlock(k[:, s:s + T].contiguous(), v[:, s:s + T].contiguous(),
-                     block_checksum(k[:, s:s + T].contiguous(), v[:, s:s + T].contiguous()))
-             for s in range(0, n_tokens, T)] for k, v in prompt_kv]
 
 
 def _run_variant(engine: H3Engine, ids: list[int], max_new: int,
@@ -91,7 +79,8 @@ def _run_variant(engine: H3Engine, ids: list[int], max_new: int,
         T = engine.geometry.block_tokens
         loaded = (len(ids) - 1) // T * T
         cache = engine.new_cache()
-        cache.load_prefix_blocks(prompt_blocks(prompt_kv, T, loaded), ids)
+        cache.append_kv(torch.stack([k[:, :loaded] for k, _ in prompt_kv]),  # (L, H_kv, n, D)
+                        torch.stack([v[:, :loaded] for _, v in prompt_kv]), ids[:loaded])
     new = engine.generate(ids, max_new_tokens=max_new, cache=cache, return_ids=True)
     s = engine.stats()
     return {"ids": new, "prefill_s": None if loaded else s["prefill_s"],

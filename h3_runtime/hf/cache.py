@@ -170,26 +170,9 @@ class H3Cache(Cache):
         loaded from the cold tier: exact mode when they fit, else straight into the tiers."""
         if self.get_seq_length():
             raise ValueError("load_prefix_blocks needs an empty cache")
-        n = sum(b.keys.shape[1] for b in blocks[0])
-        self.token_ids = list(token_ids[:n])
-        if not self.exact_fits(n):
-            self.sparse = True
-        for layer_idx, layer_blocks in enumerate(blocks):
-            keys = torch.cat([b.keys for b in layer_blocks], 1)[None]  # (1, H_kv, n, D)
-            values = torch.cat([b.values for b in layer_blocks], 1)[None]
-            layer = self.layers[layer_idx]
-            layer.lazy_initialization(keys[:, :, :0].to(self.device), values[:, :, :0].to(self.device))
-            if not self.sparse:
-                self.pool.reserve(keys.nbytes + values.nbytes, "exact kv")
-                self.pool.occupied_bytes += keys.nbytes + values.nbytes
-                layer.keys, layer.values = keys.to(self.device), values.to(self.device)
-                layer.n_exact = n
-            else:
-                store = LayerStore(layer_idx, self.geometry, keys.shape[1], keys.shape[3],
-                                   keys.dtype, self.device, self.ctx)
-                layer.keys = layer.values = None
-                store.commit(keys[0], values[0])  # host tensors -> warm blocks + hot ring
-                layer.store = store
+        keys = torch.stack([torch.cat([b.keys for b in layer], 1) for layer in blocks])
+        values = torch.stack([torch.cat([b.values for b in layer], 1) for layer in blocks])
+        self.append_kv(keys, values, list(token_ids[: keys.shape[2]]))  # (L, H_kv, n, D)
 
     def append_kv(self, keys: torch.Tensor, values: torch.Tensor, token_ids: list[int]) -> None:
         """Appends T precomputed tokens to every layer (keys, values: (L, H_kv, T, D), e.g.
@@ -205,10 +188,11 @@ class H3Cache(Cache):
                 self.update(k.to(self.device), v.to(self.device), layer_idx)
                 continue
             layer = self.layers[layer_idx]
+            empty_k = k[:, :, :0].to(self.device)  # the hot buffers live on the model's device
             if not layer.is_initialized:
-                layer.lazy_initialization(k[:, :, :0].to(self.device), v[:, :, :0].to(self.device))
+                layer.lazy_initialization(empty_k, v[:, :, :0].to(self.device))
             if layer.store is None:
-                self._to_sparse(layer_idx, k)
+                self._to_sparse(layer_idx, empty_k)
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
 
     def flush_to_cold(self) -> int:

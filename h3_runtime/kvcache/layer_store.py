@@ -196,8 +196,8 @@ class LayerStore:
         if n0 % T and n0 // T < n1 // T:  # the block the ring had started completes now
             lo, hi = (n0 // T) * T, (n0 // T + 1) * T
             idx = torch.arange(lo, n0, device=dev) % cap + r0
-            self.add_block(n0 // T, torch.cat([self.k[:, idx].cpu(), kn[:, : hi - n0].cpu()], 1),
-                           torch.cat([self.v[:, idx].cpu(), vn[:, : hi - n0].cpu()], 1))
+            self.add_blocks(n0 // T, torch.cat([self.k[:, idx].cpu(), kn[:, : hi - n0].cpu()], 1),
+                            torch.cat([self.v[:, idx].cpu(), vn[:, : hi - n0].cpu()], 1))
         if b_new < n1 // T:  # whole new blocks: summarised together (a loaded document: many)
             lo, hi = b_new * T - n0, (n1 // T) * T - n0
             self.add_blocks(b_new, kn[:, lo:hi].cpu(), vn[:, lo:hi].cpu())
@@ -217,10 +217,6 @@ class LayerStore:
         live = sinks_live + (n1 - start)
         self.ctx.pool.occupied_bytes += (live - self.live_tokens) * self.g.bytes_per_token_layer
         self.live_tokens, self.n, self.recent_start = live, n1, start
-
-    def add_block(self, b: int, keys: torch.Tensor, values: torch.Tensor) -> None:
-        """Records complete block b ((H_kv, T, D) host tensors): summaries + warm copy."""
-        self.add_blocks(b, keys, values)
 
     def add_blocks(self, b0: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Records complete blocks b0, b0 + 1, ... from (H_kv, nb * T, D) host tensors: their
