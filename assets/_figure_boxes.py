@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pymupdf
 
-Box = list[float]  # [x0, y0, x1, y1], PDF points, top-left origin
+from ontology.boxes import Box, area, inter, iou, union
 
 MIN_SIDE = 12.0           # points: thinner than this is a rule, bullet or speck
 MIN_AREA_SHARE = 0.0008   # of the page: ~ a 19 x 19 pt icon on a Letter page
@@ -31,24 +31,6 @@ PIECE_GAP = 6.0           # points: side-by-side pieces this close are one logo 
 PIECE_MAX_SHARE = 0.02    # ... when each is at most this share of the page (a small graphic)
 
 
-def area(b: Box) -> float:
-    return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
-
-
-def inter(a: Box, b: Box) -> float:
-    return area([max(a[0], b[0]), max(a[1], b[1]), min(a[2], b[2]), min(a[3], b[3])])
-
-
-def iou(a: Box, b: Box) -> float:
-    i = inter(a, b)
-    union = area(a) + area(b) - i
-    return i / union if union > 0 else 0.0
-
-
-def _union(a: Box, b: Box) -> Box:
-    return [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
-
-
 def join_tiles(boxes: list[Box], gap: float = TILE_GAP) -> list[Box]:
     """Unions boxes that overlap or touch within `gap` points (an image split into strips)."""
     out: list[Box] = []
@@ -56,7 +38,7 @@ def join_tiles(boxes: list[Box], gap: float = TILE_GAP) -> list[Box]:
         grown = [box[0] - gap, box[1] - gap, box[2] + gap, box[3] + gap]
         for i, kept in enumerate(out):
             if inter(grown, kept) > 0:
-                out[i] = _union(kept, box)
+                out[i] = union(kept, box)
                 break
         else:
             out.append(list(box))
@@ -162,7 +144,7 @@ def join_pieces(boxes: list[Box], page_area: float) -> list[Box]:
             if (area(box) <= small and area(kept) <= small
                     and rows_overlap >= 0.5 * min(box[3] - box[1], kept[3] - kept[1])
                     and max(box[0], kept[0]) - min(box[2], kept[2]) <= PIECE_GAP):
-                out[i] = _union(kept, box)
+                out[i] = union(kept, box)
                 break
         else:
             out.append(list(box))
@@ -189,7 +171,7 @@ def figure_boxes(page: pymupdf.Page, model_boxes: list[Box], text_boxes: list[Bo
             continue  # a drawing that bridges figures the model saw apart: their union
         for i, (k, k_origin) in enumerate(kept):
             if iou(k, box) >= SAME_FIGURE_IOU:
-                kept[i] = (_union(k, box), k_origin)
+                kept[i] = (union(k, box), k_origin)
                 break
             if inter(box, k) >= PART_OF * area(box) and area(k) <= PART_AREA_RATIO * area(box):
                 break  # a piece of a figure already kept

@@ -17,6 +17,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ontology.boxes import iou
 from pipelines.bench._semantic import h3_home_env, ingest_side_by_side, warm_all
 
 REPO = Path(__file__).resolve().parents[2]
@@ -24,16 +25,6 @@ DOCLING = REPO.parent / "shared" / "corpora" / "docling-tests"
 QUICK = ["2305.03393v1-pg9.pdf", "amt_handbook_sample.pdf", "picture_classification.pdf",
          "normal_4pages.pdf"]
 IOU_MIN = 0.5
-
-
-def iou(a, b) -> float:
-    w = min(a[2], b[2]) - max(a[0], b[0])
-    h = min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    inter = w * h
-    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
-    return inter / union if union > 0 else 0.0
 
 
 def top_left(bbox: dict, page_height: float) -> list[float]:

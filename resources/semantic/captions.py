@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+from ontology.boxes import h_overlap, union
+
 # a label and its number, not followed by a verb: "Table 2-2 shows ..." opens a sentence that
 # refers to the table, "Table 2-2 Comparison of ..." is its caption
 CAPTION_NUMBER = re.compile(
@@ -29,14 +31,6 @@ Line = tuple[list[float], str, int]  # (bbox, text, block number), in reading or
 Segment = tuple[list[float], str]  # (bbox, text) of one caption
 
 
-def _h_overlap(a, b) -> bool:
-    return min(a[2], b[2]) > max(a[0], b[0])
-
-
-def _union(a, b) -> list[float]:
-    return [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
-
-
 def caption_segments(lines: list[Line]) -> list[Segment]:
     """Each numbered caption of a page: the line that starts it plus up to MAX_LINES - 1 lines
     of the same block right below it."""
@@ -49,8 +43,8 @@ def caption_segments(lines: list[Line]) -> list[Segment]:
             current = [list(bbox), " ".join(text.split()), block, 1]
             continue
         if (current and block == current[2] and current[3] < MAX_LINES
-                and _h_overlap(bbox, current[0]) and 0 <= bbox[1] - current[0][3] + 2 <= LINE_GAP):
-            current = [_union(current[0], bbox), f"{current[1]} {' '.join(text.split())}",
+                and h_overlap(bbox, current[0]) and 0 <= bbox[1] - current[0][3] + 2 <= LINE_GAP):
+            current = [union(current[0], bbox), f"{current[1]} {' '.join(text.split())}",
                        block, current[3] + 1]
             continue
         if current:
@@ -63,7 +57,7 @@ def caption_segments(lines: list[Line]) -> list[Segment]:
 
 def _distance(box: list[float], seg: list[float], kind: str) -> float | None:
     """How far a caption lies from a region (None: too far, or not beside it)."""
-    if not _h_overlap(box, seg):
+    if not h_overlap(box, seg):
         return None
     w = min(box[2], seg[2]) - max(box[0], seg[0])
     h = min(box[3], seg[3]) - max(box[1], seg[1])

@@ -14,6 +14,7 @@ import json
 import re
 from collections import defaultdict
 
+from ontology.boxes import area, h_overlap, inter
 from resources.semantic.captions import (
     CAPTION_GAP,
     CAPTION_NUMBER,
@@ -40,10 +41,6 @@ INSIDE = 0.5  # a block this much inside the region is its own text, not near te
 Block = tuple[list[float], str]  # (bbox, text) of a text block on the page
 
 
-def _h_overlap(a, b) -> bool:
-    return min(a[2], b[2]) > max(a[0], b[0])
-
-
 def _gap(region_box, caption_box) -> float:
     """Vertical distance between a region and a caption box (0 when they touch or overlap)."""
     if caption_box[1] >= region_box[3]:
@@ -68,16 +65,12 @@ def caption_for(region: dict, page_regions: list[dict], lines: list[Line] | None
         is_caption = other["kind"] == "caption" or bool(CAPTION_NUMBER.match(text))
         if (other is region or not (other["kind"] in _TEXT_KINDS or _fragment(other))
                 or not is_caption
-                or not _h_overlap(region["bbox"], other["bbox"])):
+                or not h_overlap(region["bbox"], other["bbox"])):
             continue
         gap = _gap(region["bbox"], other["bbox"])
         if gap < best_gap:
             best, best_gap = " ".join(text.split()), gap
     return best
-
-
-def _area(b) -> float:
-    return max(b[2] - b[0], 0.0) * max(b[3] - b[1], 0.0)
 
 
 def _in_band(y: float, region_y: float, page_height: float) -> bool:
@@ -97,9 +90,7 @@ def near_text(box: list[float], blocks: list[Block], page_height: float) -> str:
     near: list[tuple[float, str]] = []
     line: list[tuple[float, str]] = []
     for b, text in blocks:
-        inside = _area([max(b[0], box[0]), max(b[1], box[1]), min(b[2], box[2]),
-                        min(b[3], box[3])])
-        if not text.strip() or inside >= INSIDE * max(_area(b), 1e-6):
+        if not text.strip() or inter(b, box) >= INSIDE * max(area(b), 1e-6):
             continue
         dx = max(b[0] - box[2], box[0] - b[2], 0.0)
         dy = max(b[1] - box[3], box[1] - b[3], 0.0)
@@ -125,9 +116,8 @@ def _outermost_captions(captions: dict[int, str], regions: list[dict]) -> dict[i
         box = regions[i]["bbox"]
         for j, other_cap in captions.items():
             outer = regions[j]["bbox"]
-            if (j != i and cap and other_cap == cap and _area(outer) > _area(box)
-                    and _area([max(box[0], outer[0]), max(box[1], outer[1]), min(box[2], outer[2]),
-                               min(box[3], outer[3])]) >= 0.9 * _area(box)):
+            if (j != i and cap and other_cap == cap and area(outer) > area(box)
+                    and inter(box, outer) >= 0.9 * area(box)):
                 out[i] = ""
                 break
     return out

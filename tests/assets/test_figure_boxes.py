@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pymupdf
 
-from assets._figure_boxes import figure_boxes, iou, join_tiles
+from assets._figure_boxes import figure_boxes, join_tiles
+from ontology.boxes import iou
 
 
 def _png(width: int, height: int) -> bytes:
