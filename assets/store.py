@@ -72,9 +72,10 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
                 context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)
         results[doc_id]["replaced"] = replaced
     indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks")}
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for p in results.values():
-        p["stage_seconds"] = round((time.perf_counter() - t0) / max(len(results), 1), 4)
-        p["stage_cpu_seconds"] = round((time.process_time() - cpu0) / max(len(results), 1), 4)
+        p["stage_seconds"] = round(wall / max(len(results), 1), 4)
+        p["stage_cpu_seconds"] = round(cpu / max(len(results), 1), 4)
     meta = summary_metadata(results, preview=[
         {"doc_id": k, "source": v.get("source"), "status": v["status"],
          "chunks": v.get("chunks", 0), "reason": v.get("reason") or ""}

@@ -34,8 +34,6 @@ QUICK_DOCLING = ["2305.03393v1-pg9.pdf", "multi_page.pdf", "amt_handbook_sample.
 CORE_GROUPS = ["documents", "layout", "tables", "figures", "ocr", "chunks", "embeddings", "store"]
 
 
-
-
 def _cpu_seconds() -> float:
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
         resource.RUSAGE_CHILDREN)
