@@ -20,7 +20,7 @@ TOPICS = ["Kestrel audit. The Oslo warehouse lost 41 pallets in the flood.",
           "Heron contract. Payment of 7,500 euros is due on 12 August 2025."]
 
 
-def _wait_for(predicate, proc, timeout_s: float, what: str) -> None:
+def _wait_for(predicate, proc, timeout_s: float, what: str, poll_s: float = 0.2) -> None:
     deadline = time.monotonic() + timeout_s
     while not predicate():
         if proc.poll() is not None:
@@ -29,7 +29,7 @@ def _wait_for(predicate, proc, timeout_s: float, what: str) -> None:
         if time.monotonic() > deadline:
             kill_group(proc)
             raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+        time.sleep(poll_s)
 
 
 def _assert_consistent(store) -> None:
@@ -62,9 +62,11 @@ def test_kill_9_mid_ingestion_then_rerun(tmp_path):
     proc = start_h3(args, home)
     staged = home / "staging"
     try:  # both documents embedded (one run, batch of 2): kill -9 as they are being stored
+        # Polled tightly: on an idle machine storing two one-page documents takes well under a
+        # second, and a kill that lands after it no longer tests a half-finished run.
         _wait_for(lambda: len(list(staged.glob("embeddings/*.json"))) >= 2, proc, 300,
-                  "the documents were embedded")
-        time.sleep(random.uniform(0.0, 0.3))  # somewhere in cold_store or just before it
+                  "the documents were embedded", poll_s=0.01)
+        time.sleep(random.uniform(0.0, 0.05))  # somewhere in cold_store or just before it
     finally:
         kill_group(proc)
     assert proc.returncode == -9
