@@ -85,11 +85,11 @@ def corpus_tokens(store: ColdStore) -> tuple[list[str], list[np.ndarray]]:
 def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, cold_store: dict,
                   store: ColdStoreResource, embedder: SbertEmbedderResource) -> dict:
     db = store.get_store()
-    model = embedder.get_embedder().model
+    sbert = embedder.get_embedder()
 
     def one(doc_id: str, _: dict) -> dict:
         rows = chunk_rows(db, doc_id)
-        tokens = encode_tokens(model, [r["text"] for r in rows], config.source)
+        tokens = encode_tokens(sbert, [r["text"] for r in rows], config.source)
         size = save_doc_tokens(tokens_path(doc_id), [r["chunk_id"] for r in rows], tokens,
                                config.source)
         return {"chunks": len(rows), "tokens": int(sum(len(t) for t in tokens)), "bytes": size}

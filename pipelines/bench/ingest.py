@@ -24,7 +24,11 @@ import time
 from pathlib import Path
 
 from h3_runtime.home import h3_home_env
-from pipelines.bench._embedding_precision import compare_precisions
+from pipelines.bench._embedding_precision import (
+    compare_batch_sizes,
+    compare_cold_starts,
+    compare_precisions,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "tests" / "fixtures" / "sample_corpus"
@@ -264,6 +268,7 @@ def run(out_dir: Path, quick: bool) -> dict:
         ingest: dict = {}
         recall_report: dict = {}
         precision_report: dict = {}
+        batch_report: dict = {}
         for name, docs, batch_size, job in variants:
             ingest[name] = _ingest_variant(work / name, docs, batch_size, job)
             if name == "batched":
@@ -271,6 +276,9 @@ def run(out_dir: Path, quick: bool) -> dict:
                 # The same chunks embedded at the other precision, recall measured the same way.
                 precision_report = compare_precisions(work / "batched", work, recall_report,
                                                       lambda h, e: _recall_quality(h, quick, e))
+                if not quick:
+                    batch_report = compare_batch_sizes(work / "batched")
+                    batch_report["cold_start_s"] = compare_cold_starts()
             # Partial results survive a run cut short (the machine is shared and slow at times).
             (out_dir / "ingest.partial.json").write_text(
                 json.dumps({"ingest": ingest, "recall": recall_report}, indent=2))
@@ -282,6 +290,7 @@ def run(out_dir: Path, quick: bool) -> dict:
                                       "cpu_count": os.cpu_count()},
                   "model_load_s": round(load_s, 2), "ingest": ingest,
                   "recall": recall_report, "embedding_precision": precision_report,
+                  "embedding_batch_size": batch_report,
                   "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                                        1)}
         b = ingest["batched"]

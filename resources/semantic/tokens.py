@@ -18,36 +18,24 @@ from pathlib import Path
 
 import numpy as np
 
-MAX_TOKENS = 256  # the model's window: a chunk is summarised from its first 256 word pieces
-
-
 TOKEN_SOURCES = ("static", "contextual")
 
 
-def encode_tokens(sentence_transformer, texts: Sequence[str], source: str = "static",
-                  batch_size: int = 16) -> list[np.ndarray]:
+def encode_tokens(embedder, texts: Sequence[str], source: str = "static") -> list[np.ndarray]:
     """One (T_i, 384) float32 array per text (T_i <= 256; no padding, no special tokens for
-    "static")."""
+    "static"). `embedder`: a resources.models.embedder.SbertEmbedder."""
     if source not in TOKEN_SOURCES:
         raise ValueError(f"unknown token source {source!r}; allowed: {TOKEN_SOURCES}")
     if source == "static":
-        return static_tokens(sentence_transformer, texts)
-    if len(texts) == 0:
-        return []
-    out = sentence_transformer.encode(list(texts), output_value="token_embeddings",
-                                      batch_size=batch_size, convert_to_numpy=False,
-                                      show_progress_bar=False)
-    return [t.detach().float().cpu().numpy() for t in out]  # each (T_i, 384)
+        return static_tokens(embedder, texts)
+    return embedder.token_vectors(texts) if len(texts) else []
 
 
-def static_tokens(sentence_transformer, texts: Sequence[str]) -> list[np.ndarray]:
+def static_tokens(embedder, texts: Sequence[str]) -> list[np.ndarray]:
     """The input word-piece embeddings of each text's first 256 tokens: (T_i, 384) each."""
-    table = sentence_transformer[0].auto_model.embeddings.word_embeddings.weight  # (V, 384)
-    table = table.detach().float().cpu().numpy()
-    ids = sentence_transformer.tokenizer(list(texts), add_special_tokens=False, truncation=True,
-                                         max_length=MAX_TOKENS)["input_ids"]
-    return [table[np.asarray(i, dtype=np.int64)] if i else np.zeros((0, table.shape[1]),
-                                                                      np.float32) for i in ids]
+    table = embedder.word_embedding_table()  # (V, 384)
+    return [table[np.asarray(ids, dtype=np.int64)] if ids else
+            np.zeros((0, table.shape[1]), np.float32) for ids in embedder.word_piece_ids(texts)]
 
 
 def save_doc_tokens(path: Path, chunk_ids: Sequence[str], tokens: Sequence[np.ndarray],

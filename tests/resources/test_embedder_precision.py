@@ -60,7 +60,7 @@ def test_int8_quantises_attention_and_ffn_input_but_keeps_ffn_output_fp32(embedd
     assert isinstance(query, quantized) and isinstance(ffn_in, quantized)
     assert type(ffn_out) is torch.nn.Linear
     assert not any(isinstance(m, quantized) for m in fp32.model.modules())
-    assert int8.model.max_seq_length == fp32.model.max_seq_length == 256
+    assert int8.max_tokens == fp32.max_tokens == 256
     vec = int8.encode(["unit length"])
     assert vec.dtype == np.float32 and abs(float(np.linalg.norm(vec)) - 1.0) < 1e-4
 

@@ -135,7 +135,7 @@ def test_token_sources_and_their_file_round_trip(tmp_path):
         token_source,
     )
 
-    model = get_embedder().model
+    model = get_embedder()
     texts = ["Tandem Motors bought Lumen Batteries.", ""]
     static = encode_tokens(model, texts, "static")
     contextual = encode_tokens(model, texts, "contextual")
