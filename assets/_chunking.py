@@ -74,24 +74,45 @@ def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: d
 
 
 def _split_long(text: str, count: Callable[[str], int], max_tokens: int) -> list[str]:
-    """Sentence-packed pieces of at most ~max_tokens (a single huge sentence is cut by words).
-    A piece's size is the running sum of its sentences' counts (see build_chunks)."""
+    """Sentence-packed pieces of at most ~max_tokens (a sentence up to 1.5x stays whole; a longer
+    one is cut by words: _split_words). A piece's size is the running sum of its sentences'
+    counts (see build_chunks)."""
     pieces, current, current_tokens = [], "", 0
     for sentence in _SENTENCE.split(text):
         tokens = count(sentence)
-        candidate, candidate_tokens = f"{current} {sentence}".strip(), current_tokens + tokens
-        if current and candidate_tokens > max_tokens:
+        if tokens > max_tokens * 1.5:
+            if current:
+                pieces.append(current)
+            pieces += _split_words(sentence, count, max_tokens)
+            current, current_tokens = "", 0
+            continue
+        if current and current_tokens + tokens > max_tokens:
             pieces.append(current)
-            candidate, candidate_tokens = sentence, tokens
-        while candidate_tokens > max_tokens * 1.5:
-            words = candidate.split()
-            half = max(1, len(words) // 2)
-            pieces.append(" ".join(words[:half]))
-            candidate = " ".join(words[half:])
-            candidate_tokens = count(candidate)
-        current, current_tokens = candidate, candidate_tokens
+            current, current_tokens = "", 0
+        current, current_tokens = f"{current} {sentence}".strip(), current_tokens + tokens
     if current:
         pieces.append(current)
+    return pieces
+
+
+def _split_words(text: str, count: Callable[[str], int], max_tokens: int) -> list[str]:
+    """Word-packed pieces of at most max_tokens. Text without sentence ends (OCR output, lists,
+    code) is cut here; a single word over the budget (a base64 blob, a long URL) is cut into
+    runs of characters, so that no chunk is larger than what the embedder reads."""
+    pieces, current, current_tokens = [], [], 0
+    for word in text.split():
+        tokens = count(word)
+        if current and current_tokens + tokens > max_tokens:
+            pieces.append(" ".join(current))
+            current, current_tokens = [], 0
+        if tokens > max_tokens:
+            step = max(1, len(word) * max_tokens // tokens)  # characters per max_tokens
+            pieces += [word[i:i + step] for i in range(0, len(word), step)]
+            continue
+        current.append(word)
+        current_tokens += tokens
+    if current:
+        pieces.append(" ".join(current))
     return pieces
 
 

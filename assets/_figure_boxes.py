@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pymupdf
 
+from assets._page_space import page_box
 from ontology.boxes import Box, area, inter, iou, union
 
 MIN_SIDE = 12.0           # points: thinner than this is a rule, bullet or speck
@@ -70,7 +71,7 @@ def image_boxes(page: pymupdf.Page) -> list[Box]:
     """Placed raster images (tiles joined), clipped to the page."""
     boxes = []
     for info in page.get_image_info():
-        rect = pymupdf.Rect(info["bbox"]) & page.rect
+        rect = pymupdf.Rect(info["bbox"]) & page_box(page)
         if not rect.is_empty:
             boxes.append(list(rect))
     return join_tiles(boxes)
@@ -98,7 +99,7 @@ def drawing_boxes(page: pymupdf.Page, text_boxes: list[Box]) -> list[Box]:
         return []
     # cluster_drawings keeps only paths wholly inside its clip (the page by default): artwork
     # that bleeds past the edge, even by a rounding error, would vanish without the margin
-    return _clusters(page, page.get_drawings(), page.rect + (-BLEED, -BLEED, BLEED, BLEED),
+    return _clusters(page, page.get_drawings(), page_box(page) + (-BLEED, -BLEED, BLEED, BLEED),
                      text_boxes, inner=False)
 
 
@@ -113,14 +114,14 @@ def _clusters(page: pymupdf.Page, drawings: list[dict], clip, text_boxes: list[B
               inner: bool) -> list[Box]:
     out = []
     for rect in page.cluster_drawings(clip=clip, drawings=drawings):
-        box = list(pymupdf.Rect(rect) & page.rect)
+        box = list(pymupdf.Rect(rect) & page_box(page))
         if area(box) <= 0:
             continue
         cover = _text_cover(box, text_boxes)
         inside = [d for d in drawings if _within(list(d["rect"]), list(rect))]  # unclipped
         boxy = all(_is_boxy(d) for d in inside)
         # a shaded panel behind a large part of the page, with text on it: a backdrop
-        backdrop = (area(box) >= BACKDROP_SHARE * page.rect.width * page.rect.height
+        backdrop = (area(box) >= BACKDROP_SHARE * page_box(page).width * page_box(page).height
                     and cover >= 0.05 and any(_is_boxy(d) and area(list(d["rect"]))
                                               >= 0.9 * area(list(rect)) for d in inside))
         if not (backdrop or cover > MAX_TEXT_COVER or (cover >= 0.05 and boxy)

@@ -10,6 +10,20 @@ from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.embedder import MAX_TOKENS, SbertEmbedderResource
 
 
+def document_warnings(doc: Payload, ocr: Payload, chunks: list[dict]) -> list[str]:
+    """What a user should know about an ingested document (stored in its metadata, shown by
+    index-build): a repaired file, unreadable text, pages OCR skipped or failed on, no text."""
+    warnings = list(doc.get("warnings") or [])
+    warnings += ocr.get("errors") or []
+    if ocr.get("skipped_pages"):
+        warnings.append(f"{doc['source']}: {len(ocr['skipped_pages'])} pages without a text "
+                        "layer not read (cold_storage.ocr_enabled is false)")
+    if not chunks:
+        warnings.append(f"{doc['source']}: no text found (not even by OCR): the document is "
+                        "stored but nothing in it can be recalled by text")
+    return warnings
+
+
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="chunks", io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Regions in reading order and ~256-token section-aware chunks with page+bbox.")
@@ -20,8 +34,9 @@ def chunks(context: AssetExecutionContext, documents: dict, layout: dict, tables
     def one(doc_id: str, doc: Payload, lay: Payload, tab: Payload, fig: Payload,
             text: Payload) -> Payload:
         regions = build_regions(doc_id, lay, tab, fig, text)
-        return {"source": doc["source"], "regions": regions,
-                "chunks": build_chunks(doc_id, regions, count, MAX_TOKENS)}
+        found = build_chunks(doc_id, regions, count, MAX_TOKENS)
+        return {"source": doc["source"], "regions": regions, "chunks": found,
+                "warnings": document_warnings(doc, text, found)}
 
     results = per_document(context, one, documents, layout, tables, figures, ocr)
     preview = [{"chunk": c["chunk_id"].split(":")[-1], "page": c["page"], "kind": c["kind"],

@@ -1,17 +1,39 @@
-"""Stage 1: open each registered PDF, check it, and record page count, hash, title, metadata."""
+"""Stage 1: open each registered PDF, check it, and record page count, hash, title, metadata,
+which pages have a readable text layer, and warnings (a repaired file, unreadable text)."""
 
 
+import re
+import unicodedata
 from pathlib import Path
 
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import DocumentError, Payload, per_document, summary_metadata
+from assets._page_space import page_box
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from ontology.ids import content_hash, doc_id_for_bytes
 from resources.store import ColdStoreResource
 
 MIN_TEXT_CHARS = 16  # fewer extractable characters than this: the page has no text layer
+# A text layer can be unreadable: fonts without a Unicode map extract as U+FFFD, private-use or
+# control codes, "(cid:N)", or symbol soup. Such a page is treated as scanned (OCR), never chunked
+# as garbage. Thresholds leave room for real pages: a table of contents is mostly dot leaders
+# (letters+digits ~25%), a formula page mostly symbols, but neither has undecodable glyphs.
+MAX_UNDECODED_SHARE = 0.3  # U+FFFD / private-use / unassigned / control / (cid:N)
+MIN_ALNUM_SHARE = 0.1  # letters and digits of any script
+_CID = re.compile(r"\(cid:\d+\)")
+_UNDECODED = ("Co", "Cn", "Cc", "Cs")
+
+
+def unreadable(text: str) -> bool:
+    """Whether extracted text is glyph garbage rather than words (see MAX_UNDECODED_SHARE)."""
+    chars = [c for c in _CID.sub("\ufffd", text) if not c.isspace()]
+    if not chars:
+        return False
+    undecoded = sum(c == "\ufffd" or unicodedata.category(c) in _UNDECODED for c in chars)
+    alnum = sum(c.isalnum() for c in chars)
+    return undecoded > MAX_UNDECODED_SHARE * len(chars) or alnum < MIN_ALNUM_SHARE * len(chars)
 
 
 def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
@@ -25,10 +47,19 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
         raise DocumentError(f"{name}: changed since it was registered; run index-build again")
     if not data:
         raise DocumentError(f"{name}: empty file (0 bytes)")
-    if not data.lstrip()[:5] == b"%PDF-":
+    warnings: list[str] = []
+    # readers accept the header anywhere in the first 1024 bytes (mail or download headers
+    # before it are common); MuPDF does too
+    if b"%PDF-" not in data[:1024]:
         raise DocumentError(f"{name}: not a PDF (starts with {data[:8]!r})")
-    if b"%%EOF" not in data[-2048:]:
+    if not data.lstrip().startswith(b"%PDF-"):
+        warnings.append(f"{name}: {data.index(b'%PDF-')} bytes before the %PDF header ignored")
+    eof = data.rfind(b"%%EOF")
+    if eof < 0 or b"obj" in data[eof:]:  # cut off, or cut inside an appended update
         raise DocumentError(f"{name}: truncated PDF (no %%EOF marker at the end of the file)")
+    if data[eof + 5:].strip(b"\r\n\t \0"):
+        warnings.append(f"{name}: {len(data) - eof - 5} bytes of junk after %%EOF ignored")
+    pymupdf.TOOLS.mupdf_warnings(reset=True)
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:
@@ -39,6 +70,7 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
         if doc.page_count == 0:
             raise DocumentError(f"{name}: the PDF has no pages")
         text_pages: list[bool] = []
+        garbled: list[int] = []
         sizes: list[list[float]] = []
         first_lines: list[str] = []
         for index, page in enumerate(doc):
@@ -46,18 +78,42 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
                 text = page.get_text("text")
             except Exception as exc:
                 raise DocumentError(f"page {index + 1} of {name}: unreadable: {exc}") from exc
-            text_pages.append(len(text.strip()) >= MIN_TEXT_CHARS)
-            sizes.append([round(page.rect.width, 2), round(page.rect.height, 2)])
-            if not first_lines:
+            has_text = len(text.strip()) >= MIN_TEXT_CHARS
+            if has_text and unreadable(text):
+                garbled.append(index + 1)
+                has_text = False
+            text_pages.append(has_text)
+            box = page_box(page)  # the space every stored bbox is in (unrotated)
+            sizes.append([round(box.width, 2), round(box.height, 2)])
+            if not first_lines and has_text:
                 first_lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:1]
+        if garbled:
+            warnings.append(f"{name}: unreadable text layer (glyphs without Unicode) on pages "
+                            f"{_ranges(garbled)}: treated as scanned pages (OCR)")
+        if doc.is_repaired:  # MuPDF rebuilt a damaged file: pages or text may be missing
+            cause = pymupdf.TOOLS.mupdf_warnings(reset=True).split("\n")[0]
+            warnings.append(f"{name}: damaged PDF repaired by MuPDF ({cause}); "
+                            "content may be incomplete")
         metadata = {k: v for k, v in (doc.metadata or {}).items() if v}
         title = (metadata.get("title") or (first_lines[0] if first_lines else path.stem))[:200]
         return {
             "status": "ok", "reason": None, "source": name, "pages": doc.page_count,
             "title": title, "metadata": metadata, "content_hash": content_hash(data),
             "bytes": len(data), "text_pages": text_pages, "page_sizes": sizes,
-            "repaired": bool(doc.is_repaired),
+            "repaired": bool(doc.is_repaired), "garbled_pages": garbled,
+            "warnings": warnings,
         }
+
+
+def _ranges(pages: list[int]) -> str:
+    """[1, 2, 3, 7] -> "1-3, 7"."""
+    spans: list[list[int]] = []
+    for n in pages:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="documents", io_manager_key="staging_io",

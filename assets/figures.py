@@ -11,6 +11,7 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import Payload, per_document, summary_metadata
 from assets._figure_boxes import figure_boxes
+from assets._page_space import page_box, render_clip
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from h3_runtime.home import under_home
 
@@ -45,12 +46,12 @@ def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path,
     boxes = figure_boxes(page, model, text_boxes, table_boxes or [])
     found = []
     for i, (box, origin) in enumerate(boxes):
-        rect = pymupdf.Rect(box) & page.rect
+        rect = pymupdf.Rect(box) & page_box(page)
         if rect.is_empty or (origin == "layout-model" and (rect.width < 20 or rect.height < 20)):
             continue
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"p{page.number + 1}-f{i}.png"
-        page.get_pixmap(clip=rect, dpi=CROP_DPI).save(str(path))
+        page.get_pixmap(clip=render_clip(page, rect), dpi=CROP_DPI).save(str(path))
         found.append({
             "page": page.number + 1, "bbox": [round(v, 2) for v in rect],
             "image_path": str(path), "caption": find_caption(box, blocks),
@@ -73,6 +74,10 @@ def figures(context: AssetExecutionContext, documents: dict, layout: dict, table
             found = [f for p in lay["layout"]
                      for f in page_figures(pdf[p["page"] - 1], p, out_dir,
                                            table_boxes.get(p["page"], []))]
+        garbled = set(doc.get("garbled_pages") or [])
+        for f in found:  # the text inside a figure on an unreadable page is glyph garbage
+            if f["page"] in garbled:
+                f["text"] = ""
         return {"source": doc["source"], "figures": found}
 
     results = per_document(context, one, documents, layout, tables)

@@ -11,11 +11,13 @@ import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import Payload, per_document, summary_metadata
+from assets._page_space import capped_dpi, clamp, from_pixels, page_box
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.layout import Detection, LayoutDetector, LayoutModelResource
 
 BULLETS = ("•", "◦", "▪", "-", "–", "*", "·")
 MIN_IMAGE_AREA = 0.02  # image blocks smaller than this share of the page are decorations
+LAYOUT_MAX_PIXELS = 16_000_000  # the model sees ~800 px anyway; a huge page is rendered smaller
 
 
 def _overlap(a: tuple, b: tuple) -> float:
@@ -44,25 +46,30 @@ def _rule_kind(text: str, size: float, body: float, bbox: tuple, height: float) 
     return "text"
 
 
-def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int) -> dict:
-    """One page -> {"page", "width", "height", "blocks": Layout dict, "detections": Layout dict,
-    "images": [bbox]}; coordinates in PDF points, origin top-left."""
+def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
+                keep_text: bool = True) -> dict:
+    """One page -> {"page", "width", "height", "rotation", "blocks": Layout dict, "detections":
+    Layout dict, "images": [bbox]}; boxes in PDF points of the unrotated page, origin top-left,
+    cut to the page (assets/_page_space.py). `keep_text=False` (an unreadable text layer, see
+    documents.unreadable) keeps no text blocks: OCR reads that page instead."""
     raw = page.get_text("dict")["blocks"]
-    texts = [(b, *_text_of(b)) for b in raw if b.get("type") == 0]
+    texts = [(b, *_text_of(b)) for b in raw if b.get("type") == 0 and keep_text]
     texts = [(b, t, s) for b, t, s in texts if t.strip()]
     sizes = [s for _, t, s in texts for _ in range(max(1, len(t) // 20))]
     body = statistics.median(sizes) if sizes else 10.0
     detections: list[Detection] = []
     if detector is not None:
+        dpi = capped_dpi(page, dpi, LAYOUT_MAX_PIXELS)
         pix = page.get_pixmap(dpi=dpi)
         image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n)  # (H, W, C)
-        scale = 72.0 / dpi
-        detections = [Detection(d.kind, d.score, tuple(v * scale for v in d.bbox))
+        detections = [Detection(d.kind, d.score, tuple(from_pixels(page, d.bbox, dpi)))
                       for d in detector.detect(np.ascontiguousarray(image[:, :, 2::-1]))]
-    height = page.rect.height
+    width, height = page_box(page).width, page_box(page).height
     blocks = []
     for order, (block, text, size) in enumerate(texts):
-        bbox = tuple(round(v, 2) for v in block["bbox"])
+        bbox = tuple(clamp(page, block["bbox"]))
+        if pymupdf.Rect(bbox).is_empty:
+            continue  # drawn entirely off the page: invisible
         best = max(detections, key=lambda d: _overlap(bbox, d.bbox), default=None)
         rule = _rule_kind(text, size, body, bbox, height)
         if best is not None and _overlap(bbox, best.bbox) >= 0.5:
@@ -81,12 +88,13 @@ def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int) -
                                    score=score))
     dets = [lp.TextBlock(lp.Rectangle(*(round(v, 2) for v in d.bbox)), id=i, type=d.kind,
                          score=round(d.score, 3)) for i, d in enumerate(detections)]
-    area = page.rect.width * height
-    images = [[round(v, 2) for v in b["bbox"]] for b in raw if b.get("type") == 1
+    area = width * height
+    images = [clamp(page, b["bbox"]) for b in raw if b.get("type") == 1
               and (b["bbox"][2] - b["bbox"][0]) * (b["bbox"][3] - b["bbox"][1]) >= MIN_IMAGE_AREA * area]
-    return {"page": page.number + 1, "width": round(page.rect.width, 2), "height": round(height, 2),
-            "blocks": lp.Layout(blocks).to_dict(), "detections": lp.Layout(dets).to_dict(),
-            "images": images, "model": detector is not None}
+    return {"page": page.number + 1, "width": round(width, 2), "height": round(height, 2),
+            "rotation": page.rotation, "blocks": lp.Layout(blocks).to_dict(),
+            "detections": lp.Layout(dets).to_dict(), "images": images,
+            "model": detector is not None}
 
 
 def load_layout(page_payload: dict, key: str = "blocks") -> lp.Layout:
@@ -103,9 +111,11 @@ def layout(context: AssetExecutionContext, documents: dict,
     detector = layout_model.get_detector()
 
     def one(doc_id: str, doc: Payload) -> Payload:
+        garbled = set(doc.get("garbled_pages") or [])
         with pymupdf.open(Path(doc["source"])) as pdf:
             pages = [page_layout(page, detector if layout_model.wants(page) else None,
-                                 layout_model.dpi) for page in pdf]
+                                 layout_model.dpi, keep_text=page.number + 1 not in garbled)
+                     for page in pdf]
         return {"source": doc["source"], "pages": len(pages), "layout": pages}
 
     results = per_document(context, one, documents)

@@ -9,6 +9,7 @@ import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import Payload, per_document, summary_metadata
+from assets._page_space import capped_dpi, clamp, from_pixels
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.ocr import OcrResource, TesseractOcr
 
@@ -16,18 +17,18 @@ MIN_CONFIDENCE = 30.0  # tesseract word confidence (0-100) below which a paragra
 
 
 def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[dict]:
-    """Paragraphs of one page: {"bbox" (PDF points), "text", "score"}."""
+    """Paragraphs of one page: {"bbox" (PDF points of the unrotated page, like every stored box),
+    "text", "score"}. The page is read as displayed (rotated by its /Rotate)."""
+    dpi = capped_dpi(page, dpi)
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csRGB, alpha=False)
     image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, 3)  # (H, W, 3)
-    scale = 72.0 / dpi
     paragraphs = []
     for block in ocr.read(image):
         text = " ".join((block.text or "").split())
         score = float(block.score) if block.score is not None else 0.0
         if not text or score < MIN_CONFIDENCE:
             continue
-        x1, y1, x2, y2 = block.coordinates
-        paragraphs.append({"bbox": [round(v * scale, 2) for v in (x1, y1, x2, y2)],
+        paragraphs.append({"bbox": clamp(page, from_pixels(page, block.coordinates, dpi)),
                            "text": text, "score": round(score, 1)})
     return paragraphs
 
@@ -41,13 +42,14 @@ def ocr(context: AssetExecutionContext, documents: dict, ocr_engine: OcrResource
 
     def one(doc_id: str, doc: Payload) -> Payload:
         scanned = [i + 1 for i, has_text in enumerate(doc["text_pages"]) if not has_text]
+        garbled = set(doc.get("garbled_pages") or [])
         if not scanned or engine is None:
             return {"source": doc["source"], "ocr_pages": [], "skipped_pages": scanned}
         pages, errors = [], []
         with pymupdf.open(Path(doc["source"])) as pdf:
             for n in scanned:
                 page = pdf[n - 1]
-                if not page.get_images() and not page.get_cdrawings():
+                if n not in garbled and not page.get_images() and not page.get_cdrawings():
                     continue  # a blank page: nothing to read
                 try:
                     pages.append({"page": n, "paragraphs": ocr_page(page, engine,

@@ -17,9 +17,11 @@ from resources.store import ColdStore, ColdStoreResource, sql_str
 from resources.store.deletion import purge_document
 
 
-def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, counts: dict) -> dict:
+def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, counts: dict,
+                  warnings: list[str] | None = None) -> dict:
     meta = dict(doc.get("metadata") or {})
     meta["counts"] = counts
+    meta["warnings"] = warnings or []
     return {"doc_id": doc_id, "source": doc.get("source"), "content_hash": doc.get("content_hash"),
             "status": status, "reason": reason, "pages": doc.get("pages"),
             "title": doc.get("title"), "metadata_json": json.dumps(meta, ensure_ascii=False),
@@ -40,7 +42,8 @@ def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vect
     chunk_rows = [{**c, "vector": v} for c, v in zip(chunked["chunks"], vectors["vectors"],
                                                       strict=True)]
     counts = {"regions": store.add("regions", regions), "chunks": store.add("chunks", chunk_rows)}
-    store.upsert_document(_document_row(doc_id, doc, "ok", None, counts))
+    store.upsert_document(_document_row(doc_id, doc, "ok", None, counts,
+                                        chunked.get("warnings")))
     return {"status": "ok", "source": doc["source"], "pages": doc.get("pages"), **counts}
 
 

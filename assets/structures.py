@@ -5,6 +5,8 @@ import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import per_document, summary_metadata
+from assets._page_space import page_box
+from assets.documents import unreadable
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.embedder import SbertEmbedderResource
 from resources.recall.structure import EXACT_LIMIT
@@ -24,11 +26,12 @@ def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
         with pymupdf.open(source) as pdf:
             for number in sorted(pages):
                 page = pdf[number - 1]
-                heights[number] = page.rect.height
+                heights[number] = page_box(page).height
                 blocks[number], lines[number] = [], []
                 for b in page.get_text("dict")["blocks"]:
-                    if b.get("type") != 0:
-                        continue
+                    if b.get("type") != 0 or unreadable(
+                            "".join(s["text"] for ln in b["lines"] for s in ln["spans"])):
+                        continue  # glyph garbage is no context for a caption
                     texts = []
                     for ln in b["lines"]:
                         text = "".join(s["text"] for s in ln["spans"])

@@ -11,6 +11,7 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._aligned_tables import aligned_tables
 from assets._batch import Payload, per_document, summary_metadata
+from assets._page_space import page_box
 from assets.partitioning import DOCUMENTS_PARTITIONS
 
 MIN_DRAWINGS = 4  # a ruled table needs some vector lines on the page
@@ -58,17 +59,23 @@ def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
         search = pymupdf.Rect(model_boxes[0])
         for box in model_boxes[1:]:
             search |= pymupdf.Rect(box)
-        search = (search + (-12, -12, 12, 12)) & page.rect
+        search = (search + (-12, -12, 12, 12)) & page_box(page)
     elif not model_ran and len(page.get_cdrawings()) >= MIN_DRAWINGS:
-        search = page.rect
+        search = page_box(page)
     if search is not None:
         words = page.get_text("words")
-        for table in page.find_tables(clip=search, use_layout=False).tables:
-            rows = [[_cell_text(words, c) for c in row.cells] for row in table.rows]
+        # find_tables works on the page as displayed: on a rotated page its clip and boxes are
+        # rotated, every other box here is not (assets/_page_space.py)
+        back = page.derotation_matrix
+        found_grid = page.find_tables(clip=search * page.rotation_matrix, use_layout=False)
+        for table in found_grid.tables:
+            rows = [[_cell_text(words, c and pymupdf.Rect(c) * back) for c in row.cells]
+                    for row in table.rows]
             rows = [r for r in rows if any(r)]
             if len(rows) < 2:
                 continue
-            found.append({"page": page.number + 1, "bbox": [round(v, 2) for v in table.bbox],
+            found.append({"page": page.number + 1,
+                          "bbox": [round(v, 2) for v in pymupdf.Rect(table.bbox) * back],
                           "rows": rows, "markdown": rows_to_markdown(rows),
                           "origin": "find_tables"})
     for box in model_boxes:  # unruled tables: one row per text line, cells split on big gaps
@@ -110,8 +117,11 @@ def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
 def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:
     def one(doc_id: str, doc: Payload, lay: Payload) -> Payload:
         out: list[dict] = []
+        garbled = set(doc.get("garbled_pages") or [])  # cells would be glyph garbage
         with pymupdf.open(Path(doc["source"])) as pdf:
             for page_layout in lay["layout"]:
+                if page_layout["page"] in garbled:
+                    continue
                 detections = page_layout["detections"]["blocks"]
                 boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
                          for b in detections if b["type"] == "table"]

@@ -24,7 +24,9 @@ class Registration:
 
 
 def find_pdfs(paths: list[str]) -> tuple[list[Path], list[str]]:
-    """(PDF files under the paths, sorted; paths that do not exist)."""
+    """(PDF files under the paths, sorted; paths that do not exist). A `.pdf` symlink whose
+    target is gone is kept, so that it is reported as a file that cannot be read rather than
+    silently skipped."""
     found: list[Path] = []
     missing: list[str] = []
     for given in paths:
@@ -32,16 +34,37 @@ def find_pdfs(paths: list[str]) -> tuple[list[Path], list[str]]:
         if p.is_file():
             found.append(p)
         elif p.is_dir():
-            found += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() == ".pdf")
+            found += sorted(f for f in p.rglob("*") if f.suffix.lower() == ".pdf"
+                            and (f.is_file() or (f.is_symlink() and not f.exists())))
         else:
             missing.append(given)
     return list(dict.fromkeys(found)), missing
+
+
+def printable(path: Path | str) -> str:
+    """The path as UTF-8-safe text: bytes of a name in another encoding (which Python keeps as
+    lone surrogates) shown as \\xNN escapes."""
+    return str(path).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def unusable_name(path: Path) -> str | None:
+    """Why this file cannot be registered by name, or None. The store, the staging files and
+    the JSON output hold paths as UTF-8 text; a name that is not UTF-8 (e.g. Latin-1 bytes
+    from an old archive) would make every one of them fail, so the file is refused alone."""
+    try:
+        str(path.resolve()).encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{printable(path)}: file name is not valid UTF-8; rename the file to ingest it"
+    return None
 
 
 def register(store: ColdStore, path: Path, retry_failed: bool = True) -> Registration:
     """Registers one file. Unchanged (same bytes already stored ok) -> nothing is written; same
     bytes that failed before -> tried again only with `retry_failed` (the sensor passes False so
     it does not retry a bad file on every tick)."""
+    bad_name = unusable_name(path)
+    if bad_name:
+        return Registration(None, printable(path), printable(path.resolve()), "failed", bad_name)
     absolute = str(path.resolve())
     try:
         data = path.read_bytes()
@@ -68,6 +91,10 @@ def register_many(store: ColdStore, paths: list[Path]) -> list[Registration]:
 
     read: list[tuple[Path, str, bytes | None, str | None]] = []
     for path in paths:
+        bad_name = unusable_name(path)
+        if bad_name:
+            read.append((path, printable(path.resolve()), None, bad_name))
+            continue
         try:
             read.append((path, str(path.resolve()), path.read_bytes(), None))
         except OSError as exc:
@@ -81,7 +108,7 @@ def register_many(store: ColdStore, paths: list[Path]) -> list[Registration]:
     pending: dict[str, dict] = {}
     for path, absolute, data, error in read:
         if data is None:
-            out.append(Registration(None, str(path), absolute, "failed", error))
+            out.append(Registration(None, printable(path), absolute, "failed", error))
             continue
         doc_id = doc_id_for_bytes(data)
         before = existing.get(doc_id)

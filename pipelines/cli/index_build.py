@@ -14,7 +14,12 @@ corpus is too small to fit it, and its failure is reported (`compress`), never i
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
 
 from pipelines.cli.output import CliError, emit, log, progress
 
@@ -73,7 +78,10 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
                 run_ids.append(single.run_id)
     report = _report(store, registrations, run_ids)
     if compress:
-        report["compress"] = compress_corpus(store, instance, changed=bool(todo))
+        # the corpus changed if a document was stored or new bytes came in (even failing, they
+        # replace their file's older version); the same bad bytes failing again change nothing
+        changed = report["ok"] > 0 or any(r.state == "new" for r in registrations)
+        report["compress"] = compress_corpus(store, instance, changed=changed)
         if report["compress"].get("run_id"):
             report["run_ids"].append(report["compress"]["run_id"])
     return report
@@ -113,7 +121,7 @@ def _report(store, registrations: list, run_ids: list[str]) -> dict:
     ids = sorted({r.doc_id for r in registrations if r.doc_id})
     rows = {r["doc_id"]: r for r in store.rows(
         "documents", f"doc_id IN ({', '.join(sql_str(i) for i in ids)})",
-        ["doc_id", "status", "reason", "pages"])} if ids else {}
+        ["doc_id", "status", "reason", "pages", "metadata_json"])} if ids else {}
     documents = []
     for r in registrations:
         row = rows.get(r.doc_id) if r.doc_id else None
@@ -127,17 +135,47 @@ def _report(store, registrations: list, run_ids: list[str]) -> dict:
         else:
             status, reason = "ok", None
         documents.append({"doc_id": r.doc_id, "source": r.source, "status": status,
-                          "pages": (row or {}).get("pages"), "reason": reason})
+                          "pages": (row or {}).get("pages"), "reason": reason,
+                          "warnings": _warnings(row) if status != "failed" else []})
     count = {s: sum(d["status"] == s for d in documents) for s in ("ok", "failed", "unchanged")}
     return {"documents": documents, **count, "run_ids": run_ids}
 
 
+def _warnings(row: dict | None) -> list[str]:
+    """The warnings the ingestion stored in a document's metadata (a repaired file, unreadable
+    text, pages not OCR'd...); [] for a row without them."""
+    try:
+        return list(json.loads((row or {}).get("metadata_json") or "{}").get("warnings") or [])
+    except (ValueError, AttributeError):
+        return []
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Meanwhile, whatever writes to file descriptor 1 (a library's print, PyMuPDF's messages,
+    which go to stdout by default, e.g. "find_tables: exception occurred", C code) lands on
+    stderr, so that stdout carries the one JSON document and nothing else."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with redirect_stdout(sys.stderr):  # sys.stdout need not write to descriptor 1
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
 def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
-    report = ingest(args.path, args.batch_size, show_progress=not args.json)
+    with stdout_to_stderr():
+        report = ingest(args.path, args.batch_size, show_progress=not args.json)
     report["seconds"] = round(time.perf_counter() - t0, 2)
     lines = [f"{d['status']:>9}  {d['source']}" + (f"  ({d['pages']} pages)" if d["pages"] else "")
-             + (f"\n           {d['reason']}" if d["reason"] else "") for d in report["documents"]]
+             + (f"\n           {d['reason']}" if d["reason"] else "")
+             + "".join(f"\n           warning: {w}" for w in d["warnings"])
+             for d in report["documents"]]
     lines.append(f"ok {report['ok']}, failed {report['failed']}, unchanged {report['unchanged']}"
                  f" in {report['seconds']} s; Dagster runs: {', '.join(report['run_ids']) or '-'}")
     comp = report.get("compress")

@@ -27,24 +27,34 @@ class TesseractOcr:
         self.languages = languages
 
     def read(self, image_rgb: np.ndarray):
-        """A layoutparser Layout: one TextBlock per paragraph, with its text and confidence."""
+        """A layoutparser Layout: one TextBlock per paragraph, with its text, mean word
+        confidence and the union of its words' boxes (pixels)."""
         import csv
         import io
 
+        import layoutparser as lp
         import pandas as pd
         import pytesseract
-        from layoutparser.ocr import TesseractFeatureType
 
-        # One tesseract pass (TesseractAgent.detect runs two: string + data); gather_data only
-        # needs the word table, parsed as the agent parses it (text kept as str).
+        # One tesseract pass (TesseractAgent.detect runs two: string + data). The paragraphs are
+        # gathered here, not by TesseractAgent.gather_data: that takes a paragraph's width and
+        # height as its widest word's and tallest word's, so its boxes cover a corner of the
+        # paragraph only (a 3-line paragraph came out as one word wide and one line high).
         tsv = pytesseract.image_to_data(image_rgb, lang=self.agent.lang, **self.agent.configs)
         data = pd.read_csv(io.StringIO(tsv), quoting=csv.QUOTE_NONE, encoding="utf-8", sep="\t",
                            converters={"text": str})
-        if not (data["conf"] > 0).any():  # nothing readable (gather_data fails on no words)
-            import layoutparser as lp
-
-            return lp.Layout([])
-        return self.agent.gather_data({"data": data}, TesseractFeatureType.PARA)
+        # a page whose words are all blank parses `text` as float NaNs, converter or not
+        data["text"] = data["text"].fillna("").astype(str).str.strip()
+        words = data[(data["level"] == 5) & (data["conf"] >= 0) & (data["text"] != "")]
+        blocks = []
+        for i, (_, para) in enumerate(words.groupby(["page_num", "block_num", "par_num"],
+                                                    sort=False)):
+            box = lp.Rectangle(int(para["left"].min()), int(para["top"].min()),
+                               int((para["left"] + para["width"]).max()),
+                               int((para["top"] + para["height"]).max()))
+            blocks.append(lp.TextBlock(box, text=" ".join(para["text"]), id=i,
+                                       score=float(para["conf"].mean())))
+        return lp.Layout(blocks)
 
 
 class OcrResource(ConfigurableResource):
