@@ -14,6 +14,8 @@ from resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
 from resources.semantic.tables import STRUCTURES
 from resources.store import ColdStore, ColdStoreResource, sql_str
 
+TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+
 
 def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
     """Text blocks ({page: [(bbox, text)]}), lines ({page: [(bbox, text, block)]}) and heights
@@ -28,7 +30,8 @@ def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
                 page = pdf[number - 1]
                 heights[number] = page_box(page).height
                 blocks[number], lines[number] = [], []
-                for b in page.get_text("dict")["blocks"]:
+                # text only: image blocks would carry their decoded pixels (3x the time)
+                for b in page.get_text("dict", flags=TEXT_ONLY)["blocks"]:
                     if b.get("type") != 0 or unreadable(
                             "".join(s["text"] for ln in b["lines"] for s in ln["spans"])):
                         continue  # glyph garbage is no context for a caption

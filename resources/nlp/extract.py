@@ -25,7 +25,12 @@ _ORG_ANAPHOR = re.compile(
     r"supplier|brewer|publisher|developer|conglomerate|business)"
     r"(?=\b)(?:'s|’s)?"
 )
-_LEADING_NOISE_POS = {"ADV", "ADP", "DET", "PRON", "CCONJ", "SCONJ", "VERB", "AUX", "PUNCT"}
+# Words a ruler pattern of capitalised tokens swallows at a sentence start ("Yesterday Acme
+# Ltd"): function words come from spaCy's stop list; these sentence adverbs are not on it.
+_LEADING_ADVERBS = {"yesterday", "today", "tomorrow", "separately", "earlier", "later",
+                    "recently", "previously", "currently", "finally", "additionally",
+                    "subsequently", "accordingly", "consequently", "initially", "notably",
+                    "similarly", "specifically", "overall", "still", "now"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,9 +81,10 @@ def extract(units: Iterable[TextUnit], batch_size: int = 64) -> Extraction:
         for unit, doc in zip(english_units, docs, strict=True):
             sentences.extend((unit, text, spans) for text, spans in _sentence_spans(doc))
         gazetteer = _names(sentences)
+        names_by_word = _name_index(gazetteer)
         last_org: tuple[str, str] | None = None  # carried across units, in reading order
         for unit, sentence, spans in sentences:
-            spans = _add_known_names(sentence, spans, gazetteer)
+            spans = _add_known_names(sentence, spans, gazetteer, names_by_word)
             last_org = _relate(unit, sentence, spans, out, last_org)
     for unit in (u for u in units if is_chinese(u.text)):
         for sent in chinese()(unit.text).sents:
@@ -125,13 +131,29 @@ def _names(sentences) -> dict[str, str]:
     return names
 
 
-def _add_known_names(sentence: str, spans, gazetteer: dict[str, str]):
-    """Adds occurrences of the document's known names that the NER missed in this sentence."""
+def _name_index(gazetteer: dict[str, str]) -> dict[str, list[str]]:
+    """The document's known names by their first word, longest first. A long document knows
+    thousands of names: searching each in every sentence grew with their product (minutes on a
+    300-page report); a sentence now searches only names whose first word it contains."""
+    index: dict[str, list[str]] = {}
+    for name in sorted(gazetteer, key=len, reverse=True):
+        first = re.search(r"\w+", name)
+        if first:
+            index.setdefault(first.group(0), []).append(name)
+    return index
+
+
+def _add_known_names(sentence: str, spans, gazetteer: dict[str, str],
+                     index: dict[str, list[str]]):
+    """Adds occurrences of the document's known names that the NER missed in this sentence
+    (`index`: `_name_index(gazetteer)`)."""
     spans = list(spans)
-    for name, type_name in gazetteer.items():
+    words = set(re.findall(r"\w+", sentence))
+    for name in sorted((n for w in words & index.keys() for n in index[w]), key=len,
+                       reverse=True):
         for m in re.finditer(r"(?<![\w])" + re.escape(name) + r"(?![\w])", sentence):
             if not any(s < m.end() and m.start() < e for s, e, *_ in spans):
-                spans.append((m.start(), m.end(), name, type_name))
+                spans.append((m.start(), m.end(), name, gazetteer[name]))
     return sorted(spans)
 
 
@@ -160,11 +182,18 @@ def _relate(unit: TextUnit, sentence: str, spans, out: Extraction,
     return last_org
 
 
+def _leading_noise(token) -> bool:
+    """Punctuation, a function word or a sentence adverb, but not a number word ("One Medical"):
+    judged from the word itself, as the pipeline runs no part-of-speech tagger."""
+    return token.is_punct or (not token.like_num and (
+        token.is_stop or token.lower_ in _LEADING_ADVERBS))
+
+
 def _trim(ent):
     """Drops a leading adverb/determiner the ruler swallowed ("Yesterday Acme Ltd") and a
     trailing possessive ("Acme's"); None if nothing is left."""
     start, end = ent.start, ent.end
-    while start < end - 1 and ent.doc[start].pos_ in _LEADING_NOISE_POS:
+    while start < end - 1 and _leading_noise(ent.doc[start]):
         start += 1
     if ent.doc[end - 1].text in ("'s", "’s", "'") and end - start > 1:
         end -= 1

@@ -62,17 +62,20 @@ def check_dim(dim: int, input_dim: int | None = None) -> None:
 def fit_pca(x: np.ndarray, dim: int, max_samples: int = 200_000, seed: int = 0) -> PcaModel:
     """Fits on (N, D) token vectors (a seeded sample of at most `max_samples` rows).
 
-    Exact: the eigen-decomposition of the (D, D) covariance, in float64."""
+    Exact: the eigen-decomposition of the (D, D) covariance (accumulated in float32,
+    decomposed in float64)."""
     check_dim(dim, x.shape[1])
     if x.shape[0] < 2:
         raise ValueError(f"PCA needs at least 2 token vectors, got {x.shape[0]}")
     rng = np.random.default_rng(seed)
     if x.shape[0] > max_samples:
         x = x[rng.choice(x.shape[0], size=max_samples, replace=False)]
-    xt = torch.from_numpy(np.asarray(x, dtype=np.float64))  # (N, D)
-    mean = xt.mean(dim=0)  # (D,)
-    centred = xt - mean  # (N, D)
-    cov = centred.T @ centred / max(1, xt.shape[0] - 1)  # (D, D)
+    xt = torch.from_numpy(np.asarray(x, dtype=np.float32))  # (N, D)
+    mean = xt.double().mean(dim=0)  # (D,)
+    centred = xt - mean.float()  # (N, D)
+    # the (N, D) product in float32 (3-4x faster than float64; relative error ~1e-6 on
+    # centred data), the (D, D) decomposition in float64
+    cov = (centred.T @ centred).double() / max(1, xt.shape[0] - 1)  # (D, D)
     evals, evecs = torch.linalg.eigh(cov)  # ascending
     order = torch.argsort(evals, descending=True)
     evals, evecs = evals[order].clamp(min=0), evecs[:, order]
