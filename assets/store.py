@@ -31,7 +31,8 @@ def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, count
 def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vectors: dict) -> dict:
     """Stores one document (ok or failed); returns its row counts. Idempotent per doc_id."""
     registered = store.get_document(doc_id) or {}
-    doc = {**doc, "source": doc.get("source") or registered.get("source")}
+    # the registered path wins: a payload that failed early names the document by its id
+    doc = {**doc, "source": registered.get("source") or doc.get("source")}
     store.delete_document(doc_id, keep_documents_row=True)
     reason = next((p.get("reason") for p in (doc, chunked, vectors) if p.get("status") != "ok"),
                   None)
@@ -47,10 +48,14 @@ def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vect
     return {"status": "ok", "source": doc["source"], "pages": doc.get("pages"), **counts}
 
 
-def replace_older_versions(store: ColdStore, doc_id: str, source: str) -> list[str]:
-    """Deletes every other document registered for the same source path; returns their ids."""
-    older = [r["doc_id"] for r in store.rows("documents", f"source = {sql_str(source)}",
-                                             ["doc_id"]) if r["doc_id"] != doc_id]
+def replace_older_versions(store: ColdStore, doc_id: str, source: str,
+                           keep_ok: bool = False) -> list[str]:
+    """Deletes every other document registered for the same source path (with `keep_ok`, only
+    the failed ones); returns their ids. A new version that failed keeps the last good one: a
+    file overwritten by a broken copy must not take its searchable content with it."""
+    rows = store.rows("documents", f"source = {sql_str(source)}", ["doc_id", "status"])
+    older = [r["doc_id"] for r in rows
+             if r["doc_id"] != doc_id and not (keep_ok and r["status"] == "ok")]
     for old in older:  # rows, graph nodes only it supported, crops, cold KV (issue 6)
         purge_document(store, old)
     return older
@@ -69,7 +74,8 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
         results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
                                          embeddings[doc_id])
         source = results[doc_id].get("source")
-        replaced = replace_older_versions(db, doc_id, source) if source else []
+        failed = results[doc_id]["status"] != "ok"
+        replaced = replace_older_versions(db, doc_id, source, keep_ok=failed) if source else []
         for old in replaced:
             if context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, old):
                 context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)

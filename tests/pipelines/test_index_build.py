@@ -125,6 +125,15 @@ def test_bad_inputs_fail_alone_rerun_is_idempotent_and_changes_replace(h3_home, 
         assert store.rows(table, f"doc_id = '{old_id}'") == [], table
     assert store.count_rows("documents") == counts["documents"]
 
+    # overwritten by a broken copy: the new bytes fail alone, the last good version stays
+    good_id, good_chunks = new_entry["doc_id"], store.count_rows("chunks")
+    (corpus / "handbook.pdf").write_bytes((corpus / "handbook.pdf").read_bytes()[:200])
+    broken = ingest([str(corpus)])
+    entry = next(d for d in broken["documents"] if d["source"].endswith("handbook.pdf"))
+    assert entry["status"] == "failed" and "truncated" in entry["reason"]
+    assert store.rows("documents", f"doc_id = '{good_id}'", ["status"]) == [{"status": "ok"}]
+    assert store.count_rows("chunks") == good_chunks
+
 
 def by_status(report: dict) -> dict:
     out: dict[str, int] = {}
