@@ -93,6 +93,10 @@ def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "au
     results = []
     for query in queries:
         t0 = time.perf_counter()
+        if not query.strip():  # nothing to look for: no hits, rather than arbitrary ones
+            results.append({"query": query, "intent": [], "latency_ms": 0.0, "hits": [],
+                            "note": "empty query"})
+            continue
         fired = ([i for i in INTENTS.values() if i.always_in_auto or i.detect(query)]
                  if mode == "auto" else [INTENTS[mode]])
         hits: list[Hit] = []

@@ -152,10 +152,12 @@ def test_cli_recall_and_stats_json(ingested_sample, capsys):
         assert stats["documents"] == {"ok": 3}
         assert stats["tables"]["documents"] == 3 and stats["tables"]["chunks"] > 0
         assert stats["bytes_on_disk"] > 0
-        assert main(["recall", "who was on the bridge inspection team?", "B214", "--k", "2",
-                     "--mode", "text", "--json"]) == 0
+        assert main(["recall", "who was on the bridge inspection team?", "B214", "  ", "--k",
+                     "2", "--mode", "text", "--json"]) == 0
         results = json.loads(capsys.readouterr().out)
-    assert [r["query"] for r in results] == ["who was on the bridge inspection team?", "B214"]
+    assert [r["query"] for r in results] == ["who was on the bridge inspection team?", "B214",
+                                             "  "]
+    assert results[2]["hits"] == [] and results[2]["note"] == "empty query"
     first = results[0]["hits"][0]
     assert first["source"].endswith("field_notes_scan.pdf") and first["page"] == 1
     assert set(first) >= {"doc_id", "source", "page", "bbox", "kind", "text", "score", "via"}
