@@ -104,6 +104,12 @@ class H3Engine:
         self.cache = cache
         return cache
 
+    def cache_stats(self, cache: H3Cache) -> dict:
+        """What one request's cache used of this engine's hot budget (ReuseRuntime reports it)."""
+        return {"hot_peak_bytes": int(cache.pool.peak_bytes),
+                "hot_budget_bytes": int(self.budget_bytes),
+                "kv_mode": "sparse" if cache.sparse else "exact"}
+
     def _retire(self) -> None:
         if self.cache is not None:
             self.hot_peak_bytes = max(self.hot_peak_bytes, self.cache.pool.peak_bytes)

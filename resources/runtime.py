@@ -74,14 +74,8 @@ class H3RuntimeResource(ConfigurableResource):
                                 group_tokens=self.group_tokens,
                                 chunk_tokens=cfg.runtime.prefill_chunk_tokens)
         engine.model.set_attn_implementation("h3")  # sparse layers attend over the tiers
-
-        def cache_stats(cache) -> dict:
-            return {"hot_peak_bytes": int(cache.pool.peak_bytes),
-                    "hot_budget_bytes": int(engine.budget_bytes),
-                    "kv_mode": "sparse" if cache.sparse else "exact"}
-
         runtime = ReuseRuntime(engine.model, engine.tokenizer, store,
-                               cache_factory=engine.new_cache, cache_stats=cache_stats,
+                               cache_factory=engine.new_cache, cache_stats=engine.cache_stats,
                                recompute_tokens=self.recompute_tokens,
                                group_tokens=self.group_tokens,
                                chunk_tokens=cfg.runtime.prefill_chunk_tokens)

@@ -40,14 +40,8 @@ def _open_runtimes(kv_dir: Path):
     engine.model.set_attn_implementation("h3")  # exact layers run plain sdpa through it
     store = DocKVStore(kv_dir, int(cfg.runtime.cold_storage_max_gb * 2**30))
     chunk = cfg.runtime.prefill_chunk_tokens
-
-    def cache_stats(cache) -> dict:
-        return {"hot_peak_bytes": int(cache.pool.peak_bytes),
-                "hot_budget_bytes": int(engine.budget_bytes),
-                "kv_mode": "sparse" if cache.sparse else "exact"}
-
     h3 = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=engine.new_cache,
-                      cache_stats=cache_stats, chunk_tokens=chunk)
+                      cache_stats=engine.cache_stats, chunk_tokens=chunk)
     full = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=DynamicCache,
                         chunk_tokens=chunk)
     with torch.inference_mode():  # one-time kernel and allocator warm-up, outside the timings
