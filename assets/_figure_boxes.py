@@ -113,15 +113,16 @@ def _is_frame(d: dict, cluster: Box) -> bool:
 def _clusters(page: pymupdf.Page, drawings: list[dict], clip, text_boxes: list[Box],
               inner: bool) -> list[Box]:
     out = []
+    bounds = page_box(page)
     for rect in page.cluster_drawings(clip=clip, drawings=drawings):
-        box = list(pymupdf.Rect(rect) & page_box(page))
+        box = list(pymupdf.Rect(rect) & bounds)
         if area(box) <= 0:
             continue
         cover = _text_cover(box, text_boxes)
         inside = [d for d in drawings if _within(list(d["rect"]), list(rect))]  # unclipped
         boxy = all(_is_boxy(d) for d in inside)
         # a shaded panel behind a large part of the page, with text on it: a backdrop
-        backdrop = (area(box) >= BACKDROP_SHARE * page_box(page).width * page_box(page).height
+        backdrop = (area(box) >= BACKDROP_SHARE * bounds.width * bounds.height
                     and cover >= 0.05 and any(_is_boxy(d) and area(list(d["rect"]))
                                               >= 0.9 * area(list(rect)) for d in inside))
         if not (backdrop or cover > MAX_TEXT_COVER or (cover >= 0.05 and boxy)

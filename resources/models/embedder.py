@@ -11,6 +11,7 @@ ingest` compares both on the same chunks).
 
 from __future__ import annotations
 
+import functools
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
@@ -23,7 +24,6 @@ EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # the model's window (sentence_bert_config.json); longer inputs are cut
 PRECISIONS = ("fp32", "int8")
 _MODELS: dict[tuple[str, str], object] = {}
-_TOKENIZERS: dict[str, tuple] = {}
 _LOCK = threading.Lock()
 
 
@@ -63,17 +63,16 @@ class SbertEmbedder(TextEmbedder):
         self._windowed, self._whole = _tokenizers()
 
     def _batches(self, texts: Sequence[str]):
-        """(indices, ids, mask) per batch of texts of similar length; ids/mask (B, T)."""
+        """(indices, ids, mask) per batch of texts of similar length; ids/mask (B, T), T the
+        batch's longest text."""
         from resources.models.minilm import batch_tensors
 
-        encodings = self._windowed.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: -sum(encodings[i].attention_mask))
+        ids = [e.ids for e in self._windowed.encode_batch(list(texts))]  # unpadded
+        order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
         for start in range(0, len(order), self.batch_size):
             picked = order[start:start + self.batch_size]
-            width = max(sum(encodings[i].attention_mask) for i in picked)
-            ids, mask = batch_tensors([encodings[i] for i in picked])
-            # encode_batch pads to the longest text of the whole call: cut to this batch's
-            yield picked, ids[:, :width].to(self.device), mask[:, :width].to(self.device)
+            batch, mask = batch_tensors([ids[i] for i in picked])
+            yield picked, batch.to(self.device), mask.to(self.device)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -107,14 +106,12 @@ class SbertEmbedder(TextEmbedder):
         return len(self._whole.encode(text, add_special_tokens=False).ids)
 
 
+@functools.cache
 def _tokenizers():
     """(windowed, whole) WordPiece tokenizers, built once per process."""
-    with _LOCK:
-        if "tokenizers" not in _TOKENIZERS:
-            from resources.models.minilm import load_tokenizers
+    from resources.models.minilm import load_tokenizers
 
-            _TOKENIZERS["tokenizers"] = load_tokenizers(MAX_TOKENS)
-        return _TOKENIZERS["tokenizers"]
+    return load_tokenizers(MAX_TOKENS)
 
 
 def _load_sbert(device: str, precision: str = "fp32"):

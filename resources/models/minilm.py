@@ -152,22 +152,27 @@ def load_minilm(path: Path | None = None) -> MiniLM:
 
 def load_tokenizers(max_tokens: int, path: Path | None = None):
     """(windowed, whole): the model's WordPiece tokenizer truncating to `max_tokens` (with [CLS]
-    and [SEP]) and padding to the longest text of a batch, and the same without truncation or
-    padding (for counting). The shipped tokenizer.json pads to a fixed 128: both override it."""
+    and [SEP]), and the same without truncation (for counting); neither pads (the shipped
+    tokenizer.json pads to a fixed 128): batch_tensors pads each batch to its longest text."""
     from tokenizers import Tokenizer
 
     path = path or model_dir()
     windowed = Tokenizer.from_file(str(path / "tokenizer.json"))
     windowed.enable_truncation(max_tokens)
-    windowed.enable_padding(pad_id=0, pad_token="[PAD]")
+    windowed.no_padding()
     whole = Tokenizer.from_file(str(path / "tokenizer.json"))
     whole.no_truncation()
     whole.no_padding()
     return windowed, whole
 
 
-def batch_tensors(encodings: Sequence) -> tuple[torch.Tensor, torch.Tensor]:
-    """tokenizers Encodings of one padded batch -> (ids, attention_mask), each (B, T) int64."""
-    ids = torch.from_numpy(np.array([e.ids for e in encodings], dtype=np.int64))
-    mask = torch.from_numpy(np.array([e.attention_mask for e in encodings], dtype=np.int64))
-    return ids, mask
+def batch_tensors(token_ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Token id lists -> (ids, attention_mask), each (B, T) int64, right-padded with id 0 ([PAD])
+    to the longest list T."""
+    width = max(len(t) for t in token_ids)
+    ids = np.zeros((len(token_ids), width), dtype=np.int64)  # (B, T)
+    mask = np.zeros((len(token_ids), width), dtype=np.int64)  # (B, T)
+    for row, t in enumerate(token_ids):
+        ids[row, :len(t)] = t
+        mask[row, :len(t)] = 1
+    return torch.from_numpy(ids), torch.from_numpy(mask)

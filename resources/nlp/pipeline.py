@@ -6,10 +6,11 @@ patterns *before* `ner`, so its matches (legal clauses, "X Analytics"-style comp
 kept and the statistical model labels the rest. Only the components extraction reads run: `ner`
 (it has its own embedding layer) and the statistical sentence splitter `senter` instead of the
 dependency parser; the shared tok2vec, tagger, parser and lemmatizer are left out. That halves
-the CPU per text (1.24 vs 2.44 s on the docling chunks, same entities but 1.3%) — the knowledge
-graph stage was the costliest semantic stage, and on long text documents the costliest stage. Chinese: no trained pipeline exists offline, so
-`spacy.blank("zh")` (character segmentation) only splits sentences; entities come from the rules
-in resources/nlp/zh.py.
+the CPU per text (1.24 vs 2.44 s on the docling chunks, same entities but 1.3%): the knowledge
+graph was the costliest semantic stage, and on long text documents the costliest stage of all.
+
+Chinese: no trained pipeline exists offline, so `spacy.blank("zh")` (character segmentation)
+only splits sentences; entities come from the rules in resources/nlp/zh.py.
 """
 
 from __future__ import annotations
