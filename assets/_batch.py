@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, MetadataValue
@@ -86,3 +87,28 @@ def markdown_table(rows: list[dict], max_rows: int = 10, max_chars: int = 80) ->
                  for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+# Run tags are for people scanning the runs list; a long batch lists its first files only.
+MAX_TAG_CHARS = 200
+
+
+def file_names(sources: list[str | None]) -> str:
+    """"a.pdf, b.pdf (+3 more)": the files of a run, short enough for a run tag."""
+    names = [Path(s).name for s in sources if s]
+    text, shown = "", 0
+    for name in names:
+        candidate = f"{text}, {name}" if text else name
+        if len(candidate) > MAX_TAG_CHARS:
+            break
+        text, shown = candidate, shown + 1
+    return text + (f" (+{len(names) - shown} more)" if shown < len(names) else "")
+
+
+def tag_run_with_files(context: AssetExecutionContext, sources: list[str | None]) -> None:
+    """Names the run's files in its tags (`h3/files`, and `h3/file` for a one-document run),
+    so the runs list and the run page say which PDFs a run is about, not only their ids."""
+    tags = {"h3/files": file_names(sources)}
+    if len(sources) == 1 and sources[0]:
+        tags["h3/file"] = Path(sources[0]).name
+    context.instance.add_run_tags(context.run_id, tags)

@@ -77,7 +77,7 @@ def _row(doc_id: str, kind: str, text: str, page: int = 0, label: str = "", valu
             "text": text, "extra_json": json.dumps(extra or {}), "created_at": time.time()}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="analysis", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="analysis", kinds={"torch"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="A three-sentence summary of each document by the H³ runtime, over the "
                    "document's stored KV (cold reuse).")
@@ -100,7 +100,7 @@ def document_summary(context: AssetExecutionContext, document_kv: dict, store: C
     return results
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="analysis", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="analysis", kinds={"torch"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Key facts of each document (amounts, dates, parties, risk clauses) each with "
                    "its page, plus the runtime's risk note (cold reuse) and the pages it cites.")
@@ -131,7 +131,7 @@ def key_facts(context: AssetExecutionContext, document_kv: dict, store: ColdStor
     return results
 
 
-@asset(deps=[key_facts], group_name="analysis",
+@asset(deps=[key_facts], group_name="analysis", kinds={"torch"},
        description="Facts that should agree across documents (same labelled amount, date or "
                    "party in two or more documents): agree or conflict, with pages.")
 def cross_document_checks(context: AssetExecutionContext, store: ColdStoreResource) -> None:

@@ -24,7 +24,7 @@ def document_warnings(doc: Payload, ocr: Payload, chunks: list[dict]) -> list[st
     return warnings
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="chunks", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Regions in reading order and ~256-token section-aware chunks with page+bbox.")
 def chunks(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict,

@@ -27,7 +27,7 @@ def embed_document_figures(store: ColdStore, clip: ClipEmbedder, doc_id: str) ->
     return {"figures_embedded": len(figures)}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="clip", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="knowledge", kinds={"torch", "lancedb"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="CLIP embeddings of figure crops (only with cold_storage.clip_weights set).")
 def figure_embeddings(context: AssetExecutionContext, cold_store: dict,

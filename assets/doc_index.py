@@ -32,7 +32,7 @@ def index_path() -> Path:
     return under_home("semantic", "doc_index.faiss")
 
 
-@asset(group_name="pooling", deps=[chunk_pooling],
+@asset(group_name="compression", kinds={"faiss"}, deps=[chunk_pooling],
        automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="1024-d document vectors and their FAISS index under $H3_HOME/semantic.")
 def doc_index(context: AssetExecutionContext, store: ColdStoreResource) -> MaterializeResult:

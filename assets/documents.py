@@ -9,7 +9,13 @@ from pathlib import Path
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import DocumentError, Payload, per_document, summary_metadata
+from assets._batch import (
+    DocumentError,
+    Payload,
+    per_document,
+    summary_metadata,
+    tag_run_with_files,
+)
 from assets._page_space import page_box
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from ontology.ids import content_hash, doc_id_for_bytes
@@ -36,15 +42,9 @@ def unreadable(text: str) -> bool:
     return undecoded > MAX_UNDECODED_SHARE * len(chars) or alnum < MIN_ALNUM_SHARE * len(chars)
 
 
-def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
-    """Checks one PDF and describes it; raises DocumentError naming the file and the cause."""
-    name = str(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DocumentError(f"{name}: cannot read: {exc.strerror or exc}") from exc
-    if expected_doc_id and doc_id_for_bytes(data) != expected_doc_id:
-        raise DocumentError(f"{name}: changed since it was registered; run index-build again")
+def check_bytes(data: bytes, name: str) -> list[str]:
+    """The checks that need no parser (empty, not a PDF, truncated); raises DocumentError, or
+    returns warnings. `h3 index-build` runs them before launching a run (cheap: no parsing)."""
     if not data:
         raise DocumentError(f"{name}: empty file (0 bytes)")
     warnings: list[str] = []
@@ -59,6 +59,19 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
         raise DocumentError(f"{name}: truncated PDF (no %%EOF marker at the end of the file)")
     if data[eof + 5:].strip(b"\r\n\t \0"):
         warnings.append(f"{name}: {len(data) - eof - 5} bytes of junk after %%EOF ignored")
+    return warnings
+
+
+def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
+    """Checks one PDF and describes it; raises DocumentError naming the file and the cause."""
+    name = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DocumentError(f"{name}: cannot read: {exc.strerror or exc}") from exc
+    if expected_doc_id and doc_id_for_bytes(data) != expected_doc_id:
+        raise DocumentError(f"{name}: changed since it was registered; run index-build again")
+    warnings = check_bytes(data, name)
     pymupdf.TOOLS.mupdf_warnings(reset=True)
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
@@ -116,21 +129,26 @@ def _ranges(pages: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="documents", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Each registered PDF checked and described: pages, hash, title, metadata, "
-                   "which pages have a text layer. Bad files fail alone with a reason.")
+                   "which pages have a text layer. Bad files fail alone with a reason (shown "
+                   "Failed in ingested_documents, the run's last step).")
 def documents(context: AssetExecutionContext, store: ColdStoreResource) -> dict:
     db = store.get_store()
 
+    sources: dict[str, str | None] = {}
+
     def one(doc_id: str) -> Payload:
         row = db.get_document(doc_id)
+        sources[doc_id] = (row or {}).get("source")
         if row is None or not row.get("source"):
             raise DocumentError(f"{doc_id}: not registered (use h3 index-build or the inbox "
                                 "sensor)")
         return inspect_pdf(Path(row["source"]), doc_id)
 
     results = per_document(context, one)
+    tag_run_with_files(context, [sources.get(k) or k for k in results])
     preview = [{"doc_id": k, "source": v.get("source"), "pages": v.get("pages"),
                 "title": v.get("title"), "status": v["status"]} for k, v in results.items()]
     context.add_output_metadata(summary_metadata(results, preview=preview))

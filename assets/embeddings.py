@@ -14,7 +14,7 @@ def embedding_text(chunk: dict) -> str:
     return text if not section or text.startswith(section) else f"{section}\n{text}"
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="embeddings", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"torch"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="One 384-d SBERT vector per chunk, aligned with the chunks' order.")
 def embeddings(context: AssetExecutionContext, chunks: dict,

@@ -49,7 +49,7 @@ def graph_for_document(store: ColdStore, doc_id: str) -> dict:
     return {**counts, "sample": sample}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="entities", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="knowledge", kinds={"spacy", "lancedb"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Named entities and relations of each document into the knowledge graph "
                    "(LanceDB `edges` + `entities`), every edge with doc/page/bbox/sentence.")

@@ -61,7 +61,7 @@ def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path,
     return found
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="figures", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Figure crops (PNG under $H3_HOME/figures) with bbox and caption.")
 def figures(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict) -> dict:

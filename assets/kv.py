@@ -91,7 +91,7 @@ def precompute_one(runtime: ReuseRuntime, db: ColdStore, doc_id: str) -> dict:
             "chunks_covered": len(kept), "chunks_total": len(chunks)}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="kv", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="kv", kinds={"torch"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(), code_version=f"kv-format-{FORMAT_VERSION}",
        deps=["cold_store"],  # lineage: the chunks as stored (ingestion's last stage)
        description="The default model's KV of each document (head + chunks), prefilled once and "

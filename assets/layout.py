@@ -102,7 +102,7 @@ def load_layout(page_payload: dict, key: str = "blocks") -> lp.Layout:
     return lp.load_dict(page_payload[key])
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="layout", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "onnx"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Typed layout regions per page (title/text/table/figure/caption/formula/list/"
                    "header/footer) as layoutparser Layouts, plus the layout model's raw boxes.")

@@ -33,7 +33,7 @@ def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[dict]:
     return paragraphs
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ocr", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "tesseract"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Text recovered by tesseract from pages that have no text layer.")
 def ocr(context: AssetExecutionContext, documents: dict, ocr_engine: OcrResource) -> dict:

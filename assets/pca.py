@@ -78,7 +78,7 @@ def corpus_tokens(store: ColdStore) -> tuple[list[str], list[np.ndarray]]:
     return ids, tokens
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="tokens", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="compression", kinds={"torch"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Contextual token vectors of every chunk (SBERT, float16) under "
                    "$H3_HOME/semantic/tokens: the input of the corpus PCA and pooling.")
@@ -104,7 +104,7 @@ def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, co
     return results
 
 
-@asset(group_name="pca", deps=[token_vectors],
+@asset(group_name="compression", kinds={"numpy"}, deps=[token_vectors],
        automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="Token-level PCA fitted on this corpus's own token vectors "
                    "(hbf.compression_pca_dim >= 128), saved as safetensors with lineage.")

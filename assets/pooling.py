@@ -53,7 +53,7 @@ def load_pooler(path: Path | None = None) -> tuple[ChunkPooler, dict]:
     return model.eval(), lineage
 
 
-@asset(group_name="pooling", deps=[token_pca],
+@asset(group_name="compression", kinds={"torch", "lancedb"}, deps=[token_pca],
        automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="512-d chunk summaries from a small contrastively trained pooling MLP over "
                    "PCA-reduced tokens (LanceDB `chunk_summaries`, weights as safetensors).")

@@ -19,7 +19,7 @@ from resources.store import ColdStoreResource
 KEEP_VERSIONS = timedelta(days=1)
 
 
-@asset(group_name="reindex", deps=["cold_store"],
+@asset(group_name="operations", kinds={"lancedb"}, deps=["cold_store"],
        description="Full-text/ANN indexes refreshed, fragments compacted, old table versions "
                    "pruned, for every cold-store table.")
 def store_indexes(context: AssetExecutionContext, store: ColdStoreResource) -> dict:

@@ -61,7 +61,7 @@ def replace_older_versions(store: ColdStore, doc_id: str, source: str,
     return older
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="store", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"lancedb"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Documents, regions and chunks (+ vectors) in LanceDB; full-text index, ANN "
                    "index once large. A document becomes visible to recall only when complete.")

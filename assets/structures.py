@@ -70,7 +70,7 @@ def structures_for_document(store: ColdStore, embed, doc_id: str) -> dict:
                         for r in rows[:5]]}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="structure", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="knowledge", kinds={"lancedb"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Tables, figures and formulas with caption + context, embedded for "
                    "structural recall (LanceDB `structures`).")

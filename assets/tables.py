@@ -111,7 +111,7 @@ def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
     return found
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="tables", io_manager_key="staging_io",
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Tables with their cell text (markdown) and bbox, per page.")
 def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:

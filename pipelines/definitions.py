@@ -9,6 +9,7 @@ from assets.chunks import chunks
 from assets.documents import documents
 from assets.embeddings import embeddings
 from assets.figures import figures
+from assets.ingested import ingested_documents
 from assets.kv import document_kv
 from assets.layout import layout
 from assets.ocr import ocr
@@ -29,7 +30,8 @@ from resources.runtime import H3RuntimeResource
 from resources.staging_io import JsonStagingIOManager
 from resources.store import ColdStoreResource
 
-INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store]
+INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store,
+                    ingested_documents]
 
 REUSE_ASSETS = [document_kv, document_summary, key_facts, cross_document_checks]
 

@@ -1,5 +1,6 @@
-"""Jobs. `ingest_documents` materialises every ingestion stage for a set of document partitions;
-`h3 index-build`, the inbox sensor and the UI all launch it."""
+"""Jobs. `ingest_documents` materialises every per-document stage for a set of document
+partitions (`h3 index-build`, the inbox sensor and the UI all launch it); `compress_corpus` refits
+the corpus-level compression once a batch of documents has landed."""
 
 from __future__ import annotations
 
@@ -7,24 +8,27 @@ from dagster import AssetSelection, define_asset_job
 
 from assets.partitioning import DOCUMENTS_PARTITIONS
 
-# The groups `h3 index-build` runs; later per-document stages (entities, kv...) add their group.
-INGEST_GROUPS: list[str] = ["documents", "layout", "tables", "figures", "ocr", "chunks",
-                            "embeddings", "store"]
-# Per-document semantic stages (knowledge graph, structure index, CLIP, token vectors).
-INGEST_GROUPS += ["entities", "structure", "clip", "tokens"]
+# Per-document stages: the ingestion group (PDF -> store, ending with `ingested_documents`, the
+# step that fails the run for documents that did not make it), the knowledge group (graph,
+# structure index, CLIP) and the token vectors that corpus compression fits on.
+INGEST_ASSETS: list[str] = ["documents", "layout", "tables", "figures", "ocr", "chunks",
+                            "embeddings", "cold_store", "knowledge_graph", "structures",
+                            "figure_embeddings", "token_vectors", "ingested_documents"]
 # Corpus-level stages (unpartitioned): refit after a batch of documents lands.
-COMPRESS_GROUPS: list[str] = ["pca", "pooling"]
+COMPRESS_ASSETS: list[str] = ["token_pca", "chunk_pooling", "doc_index"]
 
 ingest_job = define_asset_job(
     "ingest_documents",
-    selection=AssetSelection.groups(*INGEST_GROUPS),
+    selection=AssetSelection.assets(*INGEST_ASSETS),
     partitions_def=DOCUMENTS_PARTITIONS,
-    description="PDF -> layout, tables, figures, OCR -> chunks -> SBERT vectors -> LanceDB.",
+    description="PDF -> layout, tables, figures, OCR -> chunks -> SBERT vectors -> LanceDB -> "
+                "knowledge graph, structure index, CLIP, token vectors. Fails (after storing "
+                "the good documents) when any document did not ingest: see ingested_documents.",
 )
 
 compress_job = define_asset_job(
     "compress_corpus",
-    selection=AssetSelection.groups(*COMPRESS_GROUPS),
+    selection=AssetSelection.assets(*COMPRESS_ASSETS),
     description="Corpus-level compression: token PCA -> learned chunk pooling -> document "
                 "vectors + FAISS index (with their asset checks).",
 )

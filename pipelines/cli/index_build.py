@@ -3,8 +3,11 @@ the ingestion job through Dagster (the persistent instance of this H3_HOME, so r
 
 Speed: Dagster's per-run cost (~1-2 s) would dominate small documents, so new documents are
 ingested `--batch-size` at a time, one run per partition range; every stage handles a document
-failure inside the run, so one bad file still fails alone. If a whole batch run fails (a crash,
-not a bad document), its documents are retried one run each so that the culprit is isolated.
+failure inside the run, so one bad file still fails alone (its partition ends Failed in
+`ingested_documents`, the run's last step, and so does the run). If a batch run fails for
+another reason (a crash, not a bad document), its documents are retried one run each so that the
+culprit is isolated. Files that fail the parser-free checks (empty, not a PDF, truncated) are
+recorded as failed without any run when no other file needs one.
 
 After ingesting, when any document changed, the corpus-level `compress_corpus` job (token PCA ->
 chunk pooling -> document index) runs once, in the same Dagster instance; it is skipped when the
@@ -20,11 +23,15 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
+from pathlib import Path
 
-from pipelines.cli.output import CliError, emit, log, progress
+from pipelines.cli.output import CliError, Progress, emit, log
 
-# Dagster's console logger at DEBUG prints every event; the runs' full logs stay in the instance.
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# Dagster's console logger at DEBUG prints every event, and at WARNING each failed document's
+# reason (which the report prints once); the runs' full logs stay in the instance.
+QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
+# The step that fails a run in which some document did not ingest (assets/ingested.py).
+GATE_STEP = "ingested_documents"
 # Below this the corpus cannot fit compression: the pooling MLP needs other documents as
 # negatives, and PCA to >= 128 dims needs a few chunks' worth of tokens.
 COMPRESS_MIN_DOCUMENTS = 2
@@ -48,43 +55,122 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     default job, whose per-document stages write the token vectors it needs)."""
     from pipelines.definitions import defs
     from pipelines.instance import get_instance
-    from pipelines.partitions import add_partitions, contiguous_batches, range_tags
-    from pipelines.registry import find_pdfs, register_many
+    from pipelines.partitions import add_partitions, contiguous_batches
+    from pipelines.registry import register_many
     from resources.store import open_store
 
-    files, missing = find_pdfs(paths)
+    files, missing, empty = _find(paths)
     if missing:
         raise CliError(f"--path does not exist: {', '.join(missing)}")
+    if not files:
+        raise CliError(f"no PDF under {', '.join(paths)} (looked for *.pdf, any case)")
+    for path in empty:
+        log(f"h3 index-build: warning: no PDF under {path} (looked for *.pdf, any case)")
     store = open_store()
     instance = get_instance()
     registrations = register_many(store, files)
-    todo = [r.doc_id for r in registrations if r.state in ("new", "retry")]
-    add_partitions(instance, todo)
+    todo = [r for r in registrations if r.state in ("new", "retry")]
+    prefailed = _precheck(todo)
+    if prefailed and len(prefailed) == len(todo):  # nothing a run could store: no run at all
+        _record_failures(store, instance, todo, prefailed)
+        todo = []
+    todo_ids = [r.doc_id for r in todo]
+    add_partitions(instance, todo_ids)
     if compress is None:
         compress = job is None
     job = job or defs.resolve_job_def("ingest_documents")
     run_ids: list[str] = []
-    batches = contiguous_batches(instance, todo, max(1, batch_size))
-    for batch in progress(batches, len(batches), "ingesting", show_progress):
-        result = job.execute_in_process(run_config=QUIET, instance=instance,
-                                        tags=range_tags(batch), raise_on_error=False)
+    batches = contiguous_batches(instance, todo_ids, max(1, batch_size))
+    files_of = {r.doc_id: r.source for r in todo}
+    bar = Progress(len(todo_ids), "index-build", show_progress)
+    for batch in batches:
+        result = _execute(job, instance, batch, files_of)
         run_ids.append(result.run_id)
-        if not result.success and len(batch) > 1:
+        if not result.success and _crashed(result) and len(batch) > 1:
             log(f"index-build: run {result.run_id} failed; retrying its {len(batch)} documents "
                 "one run each")
             for doc_id in batch:
-                single = job.execute_in_process(run_config=QUIET, instance=instance,
-                                                tags=range_tags([doc_id]), raise_on_error=False)
-                run_ids.append(single.run_id)
+                run_ids.append(_execute(job, instance, [doc_id], files_of).run_id)
+        bar.advance(len(batch), pages=_pages(store, batch))
+    bar.close()
     report = _report(store, registrations, run_ids)
+    report["paths_without_pdf"] = empty
     if compress:
-        # the corpus changed if a document was stored or new bytes came in (even failing, they
-        # replace their file's older version); the same bad bytes failing again change nothing
-        changed = report["ok"] > 0 or any(r.state == "new" for r in registrations)
-        report["compress"] = compress_corpus(store, instance, changed=changed)
+        # Only a stored document changes the corpus: new bytes that fail keep their file's last
+        # good version (assets/store.py), and the same bad bytes failing again change nothing.
+        report["compress"] = compress_corpus(store, instance, changed=report["ok"] > 0)
         if report["compress"].get("run_id"):
             report["run_ids"].append(report["compress"]["run_id"])
     return report
+
+
+def _find(paths: list[str]) -> tuple[list, list[str], list[str]]:
+    """(PDFs under the paths, paths that do not exist, folders without any PDF)."""
+    from pipelines.registry import find_pdfs
+
+    files, missing, empty = [], [], []
+    for given in paths:
+        found, gone = find_pdfs([given])
+        missing += gone
+        if not found and not gone:
+            empty.append(given)
+        files += found
+    return list(dict.fromkeys(files)), missing, empty
+
+
+def _execute(job, instance, batch: list[str], files_of: dict[str, str]):
+    from assets._batch import file_names
+    from pipelines.partitions import range_tags
+
+    tags = {**range_tags(batch), "h3/files": file_names([files_of.get(d) for d in batch])}
+    return job.execute_in_process(run_config=QUIET, instance=instance, tags=tags,
+                                  raise_on_error=False)
+
+
+def _crashed(result) -> bool:
+    """Whether a failed run failed for another reason than documents that did not ingest (the
+    gate step fails the run then, after every other step succeeded)."""
+    failed_steps = {ev.step_key for ev in result.get_step_failure_events()}
+    return failed_steps != {GATE_STEP}
+
+
+def _precheck(todo: list) -> dict[str, str]:
+    """doc_id -> reason for the files that fail the parser-free checks (assets.documents)."""
+    from assets._batch import DocumentError
+    from assets.documents import check_bytes
+
+    failed: dict[str, str] = {}
+    for r in todo:
+        try:
+            check_bytes(Path(r.path).read_bytes(), r.path)
+        except DocumentError as exc:
+            failed[r.doc_id] = str(exc)
+        except OSError as exc:
+            failed[r.doc_id] = f"{r.path}: cannot read: {exc.strerror or exc}"
+    return failed
+
+
+def _record_failures(store, instance, todo: list, reasons: dict[str, str]) -> None:
+    """What the ingestion run would record for these documents, without a run: a failed row
+    (the reason), older failed versions of the same file replaced, last good versions kept."""
+    from assets.store import replace_older_versions
+    from pipelines.partitions import DOCUMENTS_PARTITIONS
+
+    for r in todo:
+        row = store.get_document(r.doc_id) or {"doc_id": r.doc_id, "source": r.path}
+        store.upsert_document({**row, "status": "failed", "reason": reasons[r.doc_id],
+                               "updated_at": time.time()})
+        for old in replace_older_versions(store, r.doc_id, r.path, keep_ok=True):
+            if instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, old):
+                instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)
+
+
+def _pages(store, doc_ids: list[str]) -> int:
+    from resources.store import sql_str
+
+    rows = store.rows("documents", f"doc_id IN ({', '.join(sql_str(d) for d in doc_ids)})",
+                      ["pages", "status"])
+    return sum(int(r.get("pages") or 0) for r in rows if r.get("status") == "ok")
 
 
 def compress_corpus(store, instance, changed: bool) -> dict:
@@ -183,7 +269,10 @@ def run(args: argparse.Namespace) -> int:
         lines.append(f"compress_corpus: {comp['status']}"
                      + (f" ({comp['reason']})" if comp["reason"] else ""))
     emit(report, args.json, human="\n".join(lines))
-    for d in report["documents"]:
-        if d["status"] == "failed":
-            log(f"h3 index-build: {d['reason']}")
+    if args.json:  # stdout is the JSON: each reason once on stderr as well, one line each
+        for d in report["documents"]:
+            if d["status"] == "failed":
+                log(f"h3 index-build: {d['reason']}")
+    if report["paths_without_pdf"]:  # a mistyped folder must not pass for a quiet success
+        return 2
     return 1 if report["failed"] else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -49,3 +50,48 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "__fspath__"):
         return str(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+class Progress:
+    """Progress of a long loop on stderr: a redrawn line on a terminal (files done, pages/s,
+    ETA), a plain line per step when stderr is a file or a pipe, nothing when disabled (--json:
+    stderr is for logs and errors only)."""
+
+    def __init__(self, total: int, label: str, enabled: bool) -> None:
+        self.total, self.label = total, label
+        self.enabled = enabled and total > 0
+        self.tty = sys.stderr.isatty()
+        self.done = self.pages = 0
+        self.t0 = time.monotonic()
+        if self.enabled:
+            self._write(f"{label}: {total} files to ingest")
+
+    def advance(self, files: int, pages: int = 0) -> None:
+        self.done += files
+        self.pages += pages
+        if self.enabled:
+            self._write(self.line(time.monotonic() - self.t0))
+
+    def line(self, elapsed: float) -> str:
+        rate = self.pages / elapsed if elapsed > 0 else 0.0
+        left = (self.total - self.done) * elapsed / self.done if self.done else 0.0
+        eta = f"ETA {_duration(left)}" if self.done < self.total else f"in {_duration(elapsed)}"
+        return (f"{self.label}: {self.done}/{self.total} files, {self.pages} pages, "
+                f"{rate:.1f} pages/s, {eta}")
+
+    def close(self) -> None:
+        if self.enabled and self.tty:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    def _write(self, text: str) -> None:
+        if self.tty:
+            sys.stderr.write(f"\r\033[K{text}")
+        else:
+            sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"

@@ -1,0 +1,68 @@
+"""The last step of an ingestion run: each stored document's partition materialised with its
+file name, and the run failed, naming every file that did not make it and why.
+
+Why a step of its own: a run covers many documents (BackfillPolicy.single_run) and every stage
+passes a bad document's failure downstream, so that one bad file never stops the others. Dagster
+marks a partition Failed when a run that planned it ends failed without materialising it; so
+this asset materialises only the partitions whose document is stored (`status = ok` in the
+documents table) and then raises if any is not. The run ends Failed (the good documents are
+stored and stay), this asset's partitions view shows the bad ones Failed and the good ones
+Materialized, and the next successful run of the same file turns its partition Materialized.
+"""
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+from dagster import (
+    AssetExecutionContext,
+    AssetMaterialization,
+    BackfillPolicy,
+    Failure,
+    MetadataValue,
+    asset,
+)
+
+from assets._batch import file_names, markdown_table
+from assets.partitioning import DOCUMENTS_PARTITIONS
+from resources.store import ColdStoreResource, sql_str
+
+
+@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "lancedb"},
+       backfill_policy=BackfillPolicy.single_run(), output_required=False,
+       deps=["cold_store", "knowledge_graph", "structures", "figure_embeddings",
+             "token_vectors"],
+       description="One partition per document that made it into the store (metadata: its "
+                   "file, pages, chunks). A document that did not is Failed here, and the run "
+                   "fails naming each such file and the reason; the others are stored anyway.")
+def ingested_documents(context: AssetExecutionContext,
+                       store: ColdStoreResource) -> Iterator[AssetMaterialization]:
+    db = store.get_store()
+    keys = list(context.partition_keys)
+    rows = {r["doc_id"]: r for r in db.rows(
+        "documents", f"doc_id IN ({', '.join(sql_str(k) for k in keys)})",
+        ["doc_id", "source", "status", "reason", "pages", "metadata_json"])} if keys else {}
+    failed: list[dict] = []
+    for doc_id in keys:
+        row = rows.get(doc_id) or {"source": None, "status": "missing",
+                                   "reason": f"{doc_id}: no row in the store (deleted?)"}
+        source = row.get("source") or doc_id
+        if row["status"] != "ok":
+            reason = row.get("reason") or f"{source}: ingestion did not complete"
+            failed.append({"file": Path(source).name, "doc_id": doc_id, "reason": reason})
+            continue
+        counts = json.loads(row.get("metadata_json") or "{}").get("counts") or {}
+        yield AssetMaterialization(asset_key=context.asset_key, partition=doc_id, metadata={
+            "file": Path(source).name, "source": source, "pages": row.get("pages") or 0,
+            "chunks": counts.get("chunks", 0)})
+    if failed:
+        context.instance.add_run_tags(context.run_id, {
+            "h3/failed_files": file_names([f["file"] for f in failed])})
+        lines = "; ".join(f["reason"] for f in failed)
+        raise Failure(
+            description=f"{len(failed)} of {len(keys)} documents failed (the other "
+                        f"{len(keys) - len(failed)} are stored): {lines}"[:2000],
+            metadata={"documents_failed": len(failed), "documents_ok": len(keys) - len(failed),
+                      "failed_documents": MetadataValue.md(
+                          markdown_table(failed, max_rows=100, max_chars=300))},
+            allow_retries=False)
