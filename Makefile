@@ -46,9 +46,10 @@ test: install
 test-fast: install
 	$(VENV)/bin/pytest -q -m "not slow"
 
+# `dagster dev` on $(H3_HOME)'s instance; SIGTERM/SIGINT (or make going away) stop every Dagster
+# process it started (pipelines/ui.py). A plain `dagster dev` in this folder uses the same instance.
 ui: install
-	$(PY) -m pipelines.instance
-	$(VENV)/bin/dagster dev -h 127.0.0.1 -p 3000 -w workspace.yaml
+	$(PY) -m pipelines.ui 3000
 
 bench: install
 	$(VENV)/bin/h3 bench --out bench-results

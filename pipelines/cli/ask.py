@@ -10,7 +10,9 @@ it). `--no-cold-reuse` computes everything, for comparison. Stats: see INTERFACE
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
+from pipelines.cli.annotate import weak_line
 from pipelines.cli.output import CliError, emit, log
 
 
@@ -70,8 +72,25 @@ def run(args: argparse.Namespace) -> int:
         log(f"ask: {stats['integrity_errors']} corrupted cold KV span(s) detected and recomputed")
     result = {"answer": answer.text, "evidence": evidence[:args.k] if args.doc else evidence,
               "stats": stats}
-    human = (f"{answer.text}\n\n-- ttft {stats['ttft_s']:.3f} s, total {stats['total_s']:.3f} s, "
+    weak = weak_line(evidence) if not args.doc else None
+    human = (f"{answer.text}\n\n{evidence_pages(result['evidence'])}\n"
+             + (f"{weak.strip()}\n" if weak else "") + f"-- ttft {stats['ttft_s']:.3f} s, total {stats['total_s']:.3f} s, "
              f"{stats['prompt_tokens']} prompt tokens: {stats['prefill_tokens_computed']} computed, "
              f"{stats['kv_tokens_loaded_cold']} loaded from the cold tier")
     emit(result, args.json, human=human)
     return 0
+
+
+def evidence_pages(evidence: list[dict]) -> str:
+    """"evidence: report.pdf p.3, 5; notes.pdf p.1": the pages the answer was given from, per
+    file in the order recall ranked them (what `--json` lists as `evidence`)."""
+    pages: dict[str, list[int]] = {}
+    for hit in evidence:
+        name = Path(hit.get("source") or hit.get("doc_id") or "?").name
+        page = int(hit.get("page") or 0)
+        if page and page not in pages.setdefault(name, []):
+            pages[name].append(page)
+    if not pages:
+        return "evidence: none"
+    return "evidence: " + "; ".join(f"{name} p.{', '.join(map(str, sorted(ps)))}"
+                                   for name, ps in pages.items())

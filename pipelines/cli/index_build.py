@@ -53,19 +53,19 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     `job`: the Dagster job to run (default: `ingest_documents` from the code location).
     `compress`: run `compress_corpus` afterwards when something changed (default: only with the
     default job, whose per-document stages write the token vectors it needs)."""
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
-    from pipelines.partitions import add_partitions, contiguous_batches
-    from pipelines.registry import register_many
-    from resources.store import open_store
-
-    files, missing, empty = _find(paths)
+    files, missing, empty = _find(paths)  # before the heavy imports: a typo fails at once
     if missing:
         raise CliError(f"--path does not exist: {', '.join(missing)}")
     if not files:
         raise CliError(f"no PDF under {', '.join(paths)} (looked for *.pdf, any case)")
     for path in empty:
         log(f"h3 index-build: warning: no PDF under {path} (looked for *.pdf, any case)")
+    from pipelines.definitions import defs
+    from pipelines.instance import get_instance
+    from pipelines.partitions import add_partitions, contiguous_batches
+    from pipelines.registry import register_many
+    from resources.store import open_store
+
     store = open_store()
     instance = get_instance()
     registrations = register_many(store, files)

@@ -19,6 +19,8 @@ COMMANDS: dict[str, str] = {
     "index-build": "pipelines.cli.index_build",
     "recall": "pipelines.cli.recall",
     "stats": "pipelines.cli.stats",
+    "list": "pipelines.cli.documents",
+    "delete": "pipelines.cli.delete",
     "ask": "pipelines.cli.ask",
     "monitor": "pipelines.cli.runtime_tools",
     "corruption-test": "pipelines.cli.runtime_tools",

@@ -3,30 +3,20 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from pipelines.cli.annotate import is_weak, notes_of, weak_line
 from pipelines.cli.output import CliError, emit
+from pipelines.cli.queries_file import read_queries
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("recall", help="intent-driven recall over the cold store")
     p.add_argument("queries", nargs="*", metavar="QUERY")
-    p.add_argument("--queries-file", help="one query per line (or JSONL with a 'query' field)")
+    p.add_argument("--queries-file", help="one query a line, JSONL objects with a 'query' field, or a JSON array")
     p.add_argument("--k", type=int, default=5, help="hits per query")
     p.add_argument("--mode", default="auto", choices=["auto", "text", "structure", "relation"])
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-
-
-def read_queries(path: str) -> list[str]:
-    try:
-        lines = Path(path).read_text().splitlines()
-    except OSError as exc:
-        raise CliError(f"--queries-file {path}: {exc.strerror or exc}") from exc
-    out = []
-    for line in filter(None, (ln.strip() for ln in lines)):
-        out.append(json.loads(line)["query"] if line.startswith("{") else line)
-    return out
 
 
 def _human(results: list[dict]) -> str:
@@ -40,6 +30,7 @@ def _human(results: list[dict]) -> str:
                          f"({h['score']:.3f}): {text}")
         if not r["hits"]:
             lines.append("  (no hits)")
+        lines += [f"  note: {n}" for n in notes_of(r)] + list(filter(None, [weak_line(r["hits"])]))
     return "\n".join(lines)
 
 
@@ -59,5 +50,7 @@ def run(args: argparse.Namespace) -> int:
         results = recall(store, queries, k=args.k, mode=args.mode)
     except ValueError as exc:
         raise CliError(str(exc)) from exc
+    for r in results:  # the mark the text output shows, for scripts too
+        r["weak_match"] = is_weak(r["hits"])
     emit(results, args.json, human=_human(results))
     return 0

@@ -6,7 +6,8 @@ import sys
 import pytest
 
 INTERFACE_COMMANDS = [
-    "index-build", "recall", "ask", "stats", "monitor", "bench", "corruption-test", "bandwidth-test",
+    "index-build", "recall", "ask", "stats", "list", "delete", "monitor", "bench", "corruption-test",
+    "bandwidth-test",
 ]
 
 

@@ -1,12 +1,17 @@
-"""The instance of an H3_HOME stores runs with the cached-engine SQLite event log
-(pipelines/dagster_storage.py, chosen by dagster.yaml), and reads them back like Dagster's own."""
+"""The instance of an H3_HOME stores runs with Dagster's own SQLite storage in
+$H3_HOME/dagster, chosen by dagster.yaml without needing DAGSTER_HOME (a plain `dagster dev` in
+the repository root), and reads them back like Dagster's own."""
 
 from __future__ import annotations
 
-from dagster import AssetKey, DagsterInstance, DynamicPartitionsDefinition, asset, materialize
+import os
+import shutil
 
-from pipelines.dagster_storage import CachedEngineSqliteEventLogStorage, H3SqliteStorage
-from pipelines.instance import get_instance
+from dagster import AssetKey, DagsterInstance, DynamicPartitionsDefinition, asset, materialize
+from dagster._core.instance.ref import InstanceRef
+
+from pipelines.dagster_storage import H3HomeComputeLogManager, H3HomeSqliteStorage
+from pipelines.instance import REPO_ROOT, get_instance
 
 PARTS = DynamicPartitionsDefinition(name="storage_test_docs")
 
@@ -19,32 +24,35 @@ def numbers(context) -> int:
 
 def test_runs_events_and_partitions_round_trip(h3_home):
     instance = get_instance()
-    assert isinstance(instance.get_ref().storage, H3SqliteStorage)
-    events = instance.event_log_storage
-    assert isinstance(events, CachedEngineSqliteEventLogStorage)
+    assert isinstance(instance.get_ref().storage, H3HomeSqliteStorage)
+    assert isinstance(instance.compute_log_manager, H3HomeComputeLogManager)
     instance.add_dynamic_partitions(PARTS.name, ["a", "bb", "ccc"])
     assert instance.has_dynamic_partition(PARTS.name, "bb")
-    assert not instance.has_dynamic_partition(PARTS.name, "zz")
-    assert events.has_table("dynamic_partitions") and not events.has_table("no_such_table")
-    run_ids = []
-    for key in ("a", "bb", "ccc"):
-        result = materialize([numbers], instance=instance, partition_key=key)
-        assert result.success
-        run_ids.append(result.run_id)
-    # Dozens of statements went through two kinds of shard (index + one per run): one engine each.
-    assert set(events._engines) == {"index", *run_ids}  # noqa: SLF001
+    run_ids = [materialize([numbers], instance=instance, partition_key=k).run_id
+               for k in ("a", "bb", "ccc")]
     assert len(instance.get_run_records()) == 3
-    latest = instance.get_latest_materialization_event(AssetKey("numbers"))
-    assert latest is not None and latest.dagster_event.partition == "ccc"
-    logs = instance.all_logs(run_ids[1])
-    assert any("partition bb" in (e.user_message or "") for e in logs)
-    materialized = instance.get_materialized_partitions(AssetKey("numbers"))
-    assert materialized == {"a", "bb", "ccc"}
-
-    # A second instance on the same files (another process, e.g. `dagster dev`) sees it all.
-    other = DagsterInstance.from_ref(instance.get_ref())
-    assert len(other.get_run_records()) == 3
-    assert other.get_materialized_partitions(AssetKey("numbers")) == {"a", "bb", "ccc"}
-    other.dispose()
+    assert any("partition bb" in (e.user_message or "") for e in instance.all_logs(run_ids[1]))
+    assert instance.get_materialized_partitions(AssetKey("numbers")) == {"a", "bb", "ccc"}
+    # Dagster's own files, where Dagster puts them for DAGSTER_HOME=$H3_HOME/dagster
+    assert (h3_home / "dagster" / "history" / "runs.db").exists()
+    assert (h3_home / "dagster" / "storage").is_dir()  # compute logs
     instance.dispose()
-    assert events._engines == {}  # noqa: SLF001
+
+
+def test_without_dagster_home_the_repo_config_finds_the_same_instance(h3_home, tmp_path,
+                                                                      monkeypatch):
+    """What `dagster dev` does in the repository root when DAGSTER_HOME is unset: a temporary
+    home configured by the root's dagster.yaml. Its runs are the CLI's."""
+    cli = get_instance()
+    cli.add_dynamic_partitions(PARTS.name, ["x"])
+    run_id = materialize([numbers], instance=cli, partition_key="x").run_id
+    cli.dispose()
+    monkeypatch.delenv("DAGSTER_HOME")
+    temp_home = tmp_path / "tmp_dagster_home"
+    temp_home.mkdir()
+    shutil.copy(REPO_ROOT / "dagster.yaml", temp_home / "dagster.yaml")
+    dev = DagsterInstance.from_ref(InstanceRef.from_dir(str(temp_home)))
+    assert [r.run_id for r in dev.get_runs()] == [run_id]
+    assert dev.has_dynamic_partition(PARTS.name, "x")
+    assert os.environ["H3_HOME"] == str(h3_home.resolve())  # inherited by Dagster's processes
+    dev.dispose()
