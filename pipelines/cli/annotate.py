@@ -8,7 +8,7 @@ is in the store against off-topic queries, on the docling test PDFs + the sample
 
 from __future__ import annotations
 
-WEAK_SCORE = 0.45
+WEAK_SCORE = 0.43  # 3 of 57 answered queries below it, 0 of 20 off-topic at or above
 
 
 def notes_of(result: dict) -> list[str]:
