@@ -17,7 +17,9 @@ from assets._batch import (
     tag_run_with_files,
 )
 from assets._page_space import page_box
+from assets._second_reader import read_pages, rebuild
 from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3_runtime.home import under_home
 from ontology.ids import content_hash, doc_id_for_bytes
 from resources.store import ColdStoreResource
 
@@ -77,6 +79,9 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:
         raise DocumentError(f"{name}: cannot be opened as a PDF: {exc}") from exc
+    parsed = name  # what the later stages open: the file, or its rebuild by a second reader
+    if not doc.needs_pass and doc.page_count == 0:  # MuPDF found no page: ask another reader
+        doc, parsed = _second_reading(data, name, doc, expected_doc_id, warnings)
     with doc:
         if doc.needs_pass:
             raise DocumentError(f"{name}: encrypted, no password given")
@@ -110,12 +115,28 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
         metadata = {k: v for k, v in (doc.metadata or {}).items() if v}
         title = (metadata.get("title") or (first_lines[0] if first_lines else path.stem))[:200]
         return {
-            "status": "ok", "reason": None, "source": name, "pages": doc.page_count,
+            "status": "ok", "reason": None, "source": parsed, "pages": doc.page_count,
             "title": title, "metadata": metadata, "content_hash": content_hash(data),
             "bytes": len(data), "text_pages": text_pages, "page_sizes": sizes,
             "repaired": bool(doc.is_repaired), "garbled_pages": garbled,
             "warnings": warnings,
         }
+
+
+def _second_reading(data: bytes, name: str, doc, doc_id: str | None,
+                    warnings: list[str]) -> tuple:
+    """MuPDF read no page: the pages another reader finds (text layer), rebuilt as a plain PDF
+    under $H3_HOME/staging/rebuilt that the later stages open instead; or the same empty doc."""
+    found = read_pages(data)
+    if found is None:
+        return doc, name
+    pages, parser = found
+    doc.close()
+    target = under_home("staging", "rebuilt", f"{doc_id or doc_id_for_bytes(data)}.pdf")
+    warnings.append(f"{name}: MuPDF reads no page (damaged catalog or page tree); "
+                    f"{len(pages)} pages read with {parser}, text layer only (layout, tables "
+                    "and figures not recovered)")
+    return pymupdf.open(rebuild(pages, target)), str(target)
 
 
 def _ranges(pages: list[int]) -> str:

@@ -57,7 +57,9 @@ def drop_staged(doc_id: str, base_dir: str | None = None) -> int:
     """Deletes a document's staged files under every asset folder; returns how many."""
     root = Path(base_dir) if base_dir else under_home("staging")
     removed = 0
-    for path in root.glob(f"**/{doc_id}.json") if root.exists() else []:
-        path.unlink(missing_ok=True)
-        removed += 1
+    # .pdf: the rebuild of a file MuPDF could not read (assets/_second_reader.py)
+    for pattern in (f"**/{doc_id}.json", f"rebuilt/{doc_id}.pdf"):
+        for path in root.glob(pattern) if root.exists() else []:
+            path.unlink(missing_ok=True)
+            removed += 1
     return removed
