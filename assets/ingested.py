@@ -17,6 +17,7 @@ from pathlib import Path
 from dagster import (
     AssetExecutionContext,
     AssetMaterialization,
+    AssetObservation,
     BackfillPolicy,
     Failure,
     MetadataValue,
@@ -27,6 +28,8 @@ from assets._batch import file_names, markdown_table
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.store import ColdStoreResource, sql_str
 
+PartitionEvent = AssetMaterialization | AssetObservation
+
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "lancedb"},
        backfill_policy=BackfillPolicy.single_run(), output_required=False,
@@ -36,7 +39,7 @@ from resources.store import ColdStoreResource, sql_str
                    "file, pages, chunks). A document that did not is Failed here, and the run "
                    "fails naming each such file and the reason; the others are stored anyway.")
 def ingested_documents(context: AssetExecutionContext,
-                       store: ColdStoreResource) -> Iterator[AssetMaterialization]:
+                       store: ColdStoreResource) -> Iterator[PartitionEvent]:
     db = store.get_store()
     keys = list(context.partition_keys)
     rows = {r["doc_id"]: r for r in db.rows(
@@ -50,6 +53,10 @@ def ingested_documents(context: AssetExecutionContext,
         if row["status"] != "ok":
             reason = row.get("reason") or f"{source}: ingestion did not complete"
             failed.append({"file": Path(source).name, "doc_id": doc_id, "reason": reason})
+            # the failed partition's page then names its file and the reason (an observation
+            # leaves its status Failed)
+            yield AssetObservation(asset_key=context.asset_key, partition=doc_id, metadata={
+                "file": Path(source).name, "source": source, "reason": reason})
             continue
         counts = json.loads(row.get("metadata_json") or "{}").get("counts") or {}
         yield AssetMaterialization(asset_key=context.asset_key, partition=doc_id, metadata={

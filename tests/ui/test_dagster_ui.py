@@ -1,7 +1,9 @@
 """The Dagster UI in a real browser: `dagster dev` on 127.0.0.1 (a free port, DAGSTER_HOME under
 a temporary H3_HOME), driven by headless Chromium (Debian's, through Playwright): the ingestion
-job's asset graph opens, "Materialize all" launches the backfill of the sample corpus, the run
-succeeds, and the assets show with their metadata. Screenshots: test-artifacts/ui/."""
+job's asset graph opens, "Materialize all" launches the backfill of the sample corpus plus one
+broken PDF, the good documents are stored, the run is shown failed naming the broken file and
+the reason, `ingested_documents` shows that partition Failed (the others Materialized, with
+their file names), and the assets show with their metadata. Screenshots: test-artifacts/ui/."""
 
 from __future__ import annotations
 
@@ -101,7 +103,7 @@ def _register_sample(home: Path, corpus: Path) -> list[str]:
     return doc_ids
 
 
-def _wait_for_run(home: Path, timeout_s: float) -> str:
+def _wait_for_run(home: Path, timeout_s: float, expected=None) -> str:
     from dagster import DagsterRunStatus
 
     from pipelines.instance import get_instance
@@ -115,14 +117,26 @@ def _wait_for_run(home: Path, timeout_s: float) -> str:
                                                     DagsterRunStatus.FAILURE,
                                                     DagsterRunStatus.CANCELED)]
             if done:
-                assert done[0].status == DagsterRunStatus.SUCCESS, done[0]
+                assert done[0].status == (expected or DagsterRunStatus.SUCCESS), done[0]
                 return done[0].run_id
             time.sleep(2)
     raise AssertionError(f"no ingestion run finished in {timeout_s} s")
 
 
+BROKEN = "broken_scan.pdf"
+
+
+def _partition_statuses(base: str, asset: str) -> dict:
+    """What the asset's partitions view shows (the same GraphQL field the UI reads)."""
+    query = ("{ assetNodes(assetKeys: [{path: [\"ASSET\"]}]) { assetPartitionStatuses "
+             "{ ... on DefaultPartitionStatuses { materializedPartitions failedPartitions } } } }")
+    data = _graphql(base, query.replace("ASSET", asset))
+    return data["assetNodes"][0]["assetPartitionStatuses"]
+
+
 @pytest.mark.slow
-def test_ui_launches_ingestion_and_shows_assets(tmp_path):
+def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
+    from dagster import DagsterRunStatus
     from playwright.sync_api import expect, sync_playwright
 
     if shutil.which(CHROMIUM) is None:
@@ -130,7 +144,11 @@ def test_ui_launches_ingestion_and_shows_assets(tmp_path):
     SHOTS.mkdir(parents=True, exist_ok=True)
     home, corpus = tmp_path / "h3", tmp_path / "corpus"
     shutil.copytree(SAMPLE_CORPUS, corpus)
+    # a PDF cut in the middle: it fails the first stage, the others must be stored anyway
+    (corpus / BROKEN).write_bytes((corpus / "lab_handbook.pdf").read_bytes()[:1500])
     doc_ids = _register_sample(home, corpus)
+    broken_id = doc_ids[sorted(p.name for p in corpus.glob("*.pdf")).index(BROKEN)]
+    good_ids = set(doc_ids) - {broken_id}
     port, log = _free_port(), tmp_path / "dagster-dev.log"
     env = {**os.environ, "H3_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -151,9 +169,11 @@ def test_ui_launches_ingestion_and_shows_assets(tmp_path):
             page = browser.new_page(viewport={"width": 1800, "height": 1000})
             page.set_default_timeout(90_000)
 
+            expect.set_options(timeout=90_000)  # the code location loads torch etc.: slow
             page.goto(f"{base}/locations/{LOCATION}/jobs/ingest_documents", timeout=120_000)
-            expect(page.get_by_text("documents", exact=True).first).to_be_visible()
-            expect(page.get_by_text("View 12 assets")).to_be_visible()
+            expect(page.get_by_text("ingested_documents", exact=True).first).to_be_visible(
+                timeout=180_000)
+            expect(page.get_by_text("View 13 assets")).to_be_visible()
             page.screenshot(path=SHOTS / "1-asset-graph.png")
 
             page.get_by_role("button", name="Materialize all").click()
@@ -164,23 +184,40 @@ def test_ui_launches_ingestion_and_shows_assets(tmp_path):
             dialog.get_by_role("button", name="Launch backfill").click()
             expect(dialog).to_be_hidden()
 
-            run_id = _wait_for_run(home, 540)
+            # one bad document: the run is Failed (not a plain success), the good ones stored
+            run_id = _wait_for_run(home, 540, expected=DagsterRunStatus.FAILURE)
             page.goto(f"{base}/runs/{run_id}")
-            expect(page.get_by_text("Success").first).to_be_visible()
+            expect(page.get_by_text("Failure").first).to_be_visible()
             expect(page.get_by_text("Loading run logs")).to_have_count(0)
-            page.screenshot(path=SHOTS / "3-run-success.png")
+            expect(page.get_by_text(f"h3/failed_files: {BROKEN}").first).to_be_visible()
+            expect(page.get_by_text("truncated PDF").first).to_be_visible()  # the reason
+            expect(page.get_by_text("lab_handbook.pdf").first).to_be_visible()  # h3/files tag
+            page.screenshot(path=SHOTS / "3-run-failed-one-document.png")
+
+            statuses = _partition_statuses(base, "ingested_documents")
+            assert statuses["failedPartitions"] == [broken_id], statuses
+            assert set(statuses["materializedPartitions"]) == good_ids, statuses
+            page.goto(f"{base}/assets/ingested_documents?view=partitions")
+            expect(page.get_by_text("Failed").first).to_be_visible()
+            page.get_by_text(broken_id).first.click()
+            expect(page.get_by_text(BROKEN).first).to_be_visible()  # the observation's file
+            page.screenshot(path=SHOTS / "4-partitions-failed.png", full_page=True)
+            good = sorted(good_ids)[0]
+            page.get_by_text(good).first.click()
+            expect(page.get_by_text("file", exact=True).first).to_be_visible()
+            page.screenshot(path=SHOTS / "5-partition-file-name.png", full_page=True)
 
             page.goto(f"{base}/assets/cold_store")
             for key in ("documents_ok", "rows_chunks", "rows_regions", "preview"):
                 expect(page.get_by_text(key, exact=True).first).to_be_visible()
-            page.screenshot(path=SHOTS / "4-cold-store-metadata.png", full_page=True)
-            page.goto(f"{base}/locations/{LOCATION}/asset-groups/store")
+            page.screenshot(path=SHOTS / "6-cold-store-metadata.png", full_page=True)
+            page.goto(f"{base}/locations/{LOCATION}/asset-groups/ingestion")
             expect(page.get_by_text("cold_store").first).to_be_visible()
-            page.screenshot(path=SHOTS / "5-store-group.png")
+            page.screenshot(path=SHOTS / "7-ingestion-group.png")
             browser.close()
     finally:
         _stop(proc)
     with h3_home_env(home):
         from resources.store import open_store
 
-        assert open_store().ok_doc_ids() == set(doc_ids)
+        assert open_store().ok_doc_ids() == good_ids
