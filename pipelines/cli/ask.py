@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         doc = db.get_document(args.doc)
         if doc is None or doc.get("status") != "ok":
             state = "not in the store" if doc is None else f"status {doc.get('status')}"
-            raise CliError(f"--doc {args.doc}: {state} (see `h3 stats`, `h3 index-build`)")
+            raise CliError(f"--doc {args.doc}: {state} (see `h3 list`, `h3 index-build`)")
         chunks = document_chunks(db, args.doc)
         if not chunks:
             raise CliError(f"--doc {args.doc}: the document has no text chunks")

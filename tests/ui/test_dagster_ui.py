@@ -171,9 +171,9 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
 
             expect.set_options(timeout=90_000)  # the code location loads torch etc.: slow
             page.goto(f"{base}/locations/{LOCATION}/jobs/ingest_documents", timeout=120_000)
-            expect(page.get_by_text("ingested_documents", exact=True).first).to_be_visible(
-                timeout=180_000)
-            expect(page.get_by_text("View 13 assets")).to_be_visible()
+            expect(page.get_by_text("View 13 assets")).to_be_visible(timeout=180_000)
+            for group in ("ingestion", "knowledge", "compression"):  # the graph, by concern
+                expect(page.get_by_text(group, exact=True).first).to_be_visible()
             page.screenshot(path=SHOTS / "1-asset-graph.png")
 
             page.get_by_role("button", name="Materialize all").click()
@@ -189,10 +189,19 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
             page.goto(f"{base}/runs/{run_id}")
             expect(page.get_by_text("Failure").first).to_be_visible()
             expect(page.get_by_text("Loading run logs")).to_have_count(0)
-            expect(page.get_by_text(f"h3/failed_files: {BROKEN}").first).to_be_visible()
-            expect(page.get_by_text("truncated PDF").first).to_be_visible()  # the reason
-            expect(page.get_by_text("lab_handbook.pdf").first).to_be_visible()  # h3/files tag
+            # the step failure names the file and the reason
+            expect(page.get_by_text("1 of 4 documents failed").first).to_be_visible()
+            expect(page.get_by_text(f"{BROKEN}: truncated PDF").first).to_be_visible()
             page.screenshot(path=SHOTS / "3-run-failed-one-document.png")
+            with h3_home_env(home):
+                from pipelines.instance import get_instance
+
+                tags = get_instance().get_run_by_id(run_id).tags
+            assert tags["h3/failed_files"] == BROKEN, tags
+            assert set(tags["h3/files"].split(", ")) == {p.name for p in corpus.glob("*.pdf")}
+            page.goto(f"{base}/runs")
+            expect(page.get_by_text("Failure").first).to_be_visible()
+            page.screenshot(path=SHOTS / "3b-runs-list.png")
 
             statuses = _partition_statuses(base, "ingested_documents")
             assert statuses["failedPartitions"] == [broken_id], statuses
@@ -200,8 +209,17 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
             page.goto(f"{base}/assets/ingested_documents?view=partitions")
             expect(page.get_by_text("Failed").first).to_be_visible()
             page.get_by_text(broken_id).first.click()
-            expect(page.get_by_text(BROKEN).first).to_be_visible()  # the observation's file
+            expect(page.get_by_text("failed, and did not materialize this asset")).to_be_visible()
             page.screenshot(path=SHOTS / "4-partitions-failed.png", full_page=True)
+            # its history holds the observation naming the file and the reason
+            page.get_by_role("button", name="View all historical events").click()
+            history = page.get_by_role("dialog")
+            expect(history.get_by_text("Observation").first).to_be_visible()
+            history.get_by_role("button", name="arrow_drop_down").first.click()  # its metadata
+            expect(history.get_by_text(BROKEN).first).to_be_visible()
+            expect(history.get_by_text("truncated PDF").first).to_be_visible()
+            page.screenshot(path=SHOTS / "4b-failed-partition-history.png", full_page=True)
+            history.get_by_role("button", name="OK").click()
             good = sorted(good_ids)[0]
             page.get_by_text(good).first.click()
             expect(page.get_by_text("file", exact=True).first).to_be_visible()
