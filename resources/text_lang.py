@@ -81,12 +81,21 @@ def segment(text: str) -> list[str]:
     return [w for w in _jieba().lcut(text) if w.strip()]
 
 
+_SPACED_HAN = re.compile(r"(?<=[\u4e00-\u9fff]) (?=[\u4e00-\u9fff])")
+
+
+def join_spaced_han(text: str) -> str:
+    """"财 务 指 标" -> "财务指标": a vertical table header (one character a line) and OCR
+    output come back with spaces that Chinese never has between its characters."""
+    return _SPACED_HAN.sub("", text)
+
+
 def fts_form(text: str) -> str:
     """What the full-text index stores for a text (and searches for a query): unchanged without
     Han characters; else jieba's search-mode words joined by spaces."""
     if not has_han(text):
         return text
-    return " ".join(w for w in _jieba().lcut_for_search(text) if w.strip())
+    return " ".join(w for w in _jieba().lcut_for_search(join_spaced_han(text)) if w.strip())
 
 
 def han_bigrams(text: str) -> list[str]:
@@ -98,3 +107,11 @@ def han_bigrams(text: str) -> list[str]:
         grams = [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
         out.extend(g for g in grams if g not in out)
     return out
+
+
+def word_count(text: str) -> int:
+    """Words of a text for layout rules ("a title has at most 20 words"): whitespace-separated
+    words, each Han character counted as one (Chinese has no spaces: a whole paragraph would
+    otherwise be one word, and every paragraph in a larger font a title)."""
+    han = len(_HAN.findall(text))
+    return han + len(_HAN.sub(" ", text).split()) if han else len(text.split())

@@ -18,7 +18,7 @@ from resources.store.base import sql_str
 from resources.text_lang import ZH, detect_language
 
 TABLE = "chunks_ml"
-COLUMNS = ["doc_id", "chunk_id", "page", "bbox", "text", "kind", "section", "vector"]
+COLUMNS = ["doc_id", "chunk_id", "page", "bbox", "text", "kind", "section", "vector", "language"]
 
 
 def available(ctx: RecallContext) -> bool:
@@ -40,25 +40,51 @@ def sbert_understands(query: str) -> bool:
     return detect_language(query) != ZH
 
 
-def dense(ctx: RecallContext, query: str, n: int) -> list[dict]:
-    """The n chunks nearest the query by e5 cosine (rows like `chunks` rows, e5 `vector`)."""
-    return ctx.store.vector_search(TABLE, query_vector(ctx, query), n, columns=COLUMNS)
+def languages(ctx: RecallContext) -> list[str]:
+    """The languages of the chunks that have e5 vectors (checked once per context)."""
+    if ("ml_languages",) not in ctx.cache:
+        ctx.cache[("ml_languages",)] = sorted(
+            {r["language"] or "und" for r in ctx.store.rows(TABLE, None, ["language"])})
+    return ctx.cache[("ml_languages",)]
+
+
+def dense(ctx: RecallContext, query: str, n: int) -> list[list[dict]]:
+    """The n chunks nearest the query by e5 cosine, one ranked list per chunk language.
+
+    One list per language, because the small e5 model prefers its query's language: a Chinese
+    question scores unrelated Chinese chunks (~0.83) above the English paragraph that answers it
+    (~0.82). Fused by rank, the best chunk of each language gets a fair place."""
+    q = query_vector(ctx, query)
+    return [ctx.store.vector_search(TABLE, q, n, where=f"language = {sql_str(lang)}",
+                                    columns=COLUMNS) for lang in languages(ctx)]
 
 
 def dense_scores(ctx: RecallContext, query: str, rows: list[dict]) -> np.ndarray:
-    """One dense score per chunk row on SBERT's scale: the calibrated e5 cosine for a chunk that
-    has an e5 vector, else the SBERT cosine (0 when the query is Chinese: SBERT cannot judge)."""
+    """One dense score per chunk row: the calibrated e5 cosine for a chunk that has an e5
+    vector, else the SBERT cosine (0 when the query is Chinese: SBERT cannot judge); then
+    shifted so that the best chunk of every language (and of the SBERT-scored rest) scores as
+    the best overall, for the language preference `dense` explains."""
     ids = [r["chunk_id"] for r in rows]
     found = ctx.store.rows(TABLE, f"chunk_id IN ({', '.join(sql_str(i) for i in ids)})",
-                           ["chunk_id", "vector"]) if ids else []
-    e5 = {r["chunk_id"]: np.asarray(r["vector"], np.float32) for r in found}
+                           ["chunk_id", "vector", "language"]) if ids else []
+    e5 = {r["chunk_id"]: (np.asarray(r["vector"], np.float32), r["language"]) for r in found}
     q_e5 = query_vector(ctx, query)  # (384,)
     use_sbert = sbert_understands(query)
     q_sbert = ctx.query_vector(query) if use_sbert else None
     out = np.zeros(len(rows), np.float32)  # (P,)
+    group = []
     for i, row in enumerate(rows):
         if row["chunk_id"] in e5:
-            out[i] = calibrated(float(e5[row["chunk_id"]] @ q_e5))
-        elif use_sbert:
-            out[i] = float(np.asarray(row["vector"], np.float32) @ q_sbert)
+            vec, lang = e5[row["chunk_id"]]
+            out[i] = calibrated(float(vec @ q_e5))
+            group.append(f"e5:{lang}")
+        else:
+            out[i] = float(np.asarray(row["vector"], np.float32) @ q_sbert) if use_sbert else 0.0
+            group.append("sbert")
+    top = float(out.max()) if len(out) else 0.0
+    for g in set(group):
+        members = [i for i, x in enumerate(group) if x == g]
+        if g == "sbert" and not use_sbert:
+            continue  # no judgement to lift
+        out[members] += top - float(out[members].max())
     return out

@@ -61,7 +61,7 @@ def _dense_lists(ctx: RecallContext, query: str, n: int) -> list[list[dict]]:
     """The dense ranked lists of a store with multilingual vectors: SBERT's (not for a Chinese
     query) and e5's (resources/recall/multilingual.py)."""
     lists = [dense(ctx, query, n)] if multilingual.sbert_understands(query) else []
-    return lists + [multilingual.dense(ctx, query, n)]
+    return lists + multilingual.dense(ctx, query, n)
 
 
 def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
