@@ -81,10 +81,31 @@ def dense_scores(ctx: RecallContext, query: str, rows: list[dict]) -> np.ndarray
         else:
             out[i] = float(np.asarray(row["vector"], np.float32) @ q_sbert) if use_sbert else 0.0
             group.append("sbert")
+    ctx.cache[("ml_groups", query)] = dict(zip(ids, group, strict=True))
     top = float(out.max()) if len(out) else 0.0
     for g in set(group):
         members = [i for i, x in enumerate(group) if x == g]
         if g == "sbert" and not use_sbert:
             continue  # no judgement to lift
         out[members] += top - float(out[members].max())
+    return out
+
+
+def keep_other_language(ctx: RecallContext, query: str, ranked: list[tuple[dict, float]],
+                        dense: dict[str, float], k: int) -> list[tuple[dict, float]]:
+    """`ranked` with, at rank k, the densest chunk of each other language when none is in the
+    top k. Words and BM25 only ever match chunks in the query's own language, so without this
+    a Chinese question never shows the English paragraph that answers it; one slot (never the
+    first k-1) is the price. `dense`: chunk_id -> `dense_scores` of the pool."""
+    groups = ctx.cache.get(("ml_groups", query), {})
+    # SBERT-scored chunks count as the question's own for a Chinese one: they have no score
+    own = {"sbert", "e5:en", "e5:und"} if sbert_understands(query) else {"sbert", "e5:zh"}
+    out = list(ranked)
+    for g in sorted({x for x in groups.values()} - own):
+        members = [i for i, (row, _) in enumerate(out) if groups.get(row["chunk_id"]) == g]
+        if not members or members[0] < k or len(out) < k:
+            continue
+        best = max(members, key=lambda i: dense.get(out[i][0]["chunk_id"], 0.0))
+        row, _ = out.pop(best)
+        out.insert(k - 1, (row, out[k - 2][1] if k >= 2 else out[0][1]))
     return out

@@ -77,7 +77,7 @@ def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
 
 
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
-           bm25: dict[str, float]) -> list[tuple[dict, float]]:
+           bm25: dict[str, float], k: int | None = None) -> list[tuple[dict, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
     content words the chunk contains."""
@@ -96,7 +96,11 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
         s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"])
              + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25)
         scored.append((row, s))
-    return sorted(scored, key=lambda rs: -rs[1])
+    scored.sort(key=lambda rs: -rs[1])
+    if k and multilingual.available(ctx):  # a slot for the other language (multilingual.py)
+        dense = {row["chunk_id"]: float(c) for (row, _), c in zip(fused, cos, strict=True)}
+        scored = multilingual.keep_other_language(ctx, query, scored, dense, k)
+    return scored
 
 
 def text_recall(ctx: RecallContext, query: str, k: int,
@@ -118,7 +122,8 @@ def text_recall(ctx: RecallContext, query: str, k: int,
         f = fulltext(ctx, query, pool)
         ranked = rrf(*d, f)
         if variant == "hybrid+rerank":
-            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f})
+            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
+                            k)
     hits = []
     for row, score in ranked:
         if row["doc_id"] not in ctx.ok_doc_ids:
