@@ -36,12 +36,22 @@ def letter_counts(text: str) -> tuple[int, int]:
     return sum(1 for c in letters if _HAN.match(c)), len(letters)
 
 
+_HANGUL = re.compile(r"[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+
+
 def detect_language(text: str) -> str:
-    """"zh" when at least HAN_SHARE of the letters are Han, "en" for other letters, "und" for a
-    text without letters (numbers only, empty)."""
+    """"ko" when a fifth of the letters are Hangul, "ja" when a tenth are kana, "zh" when
+    HAN_SHARE of them are Han, "en" for other letters, "und" for a text without letters
+    (numbers only, empty). Only "zh" has its own handling (segmenter, entity rules, e5
+    vectors); Korean and Japanese are labelled, not yet treated."""
     han, letters = letter_counts(text)
     if not letters:
         return UNDETERMINED
+    if len(_HANGUL.findall(text)) / letters >= HAN_SHARE:
+        return "ko"
+    if len(_KANA.findall(text)) / letters >= 0.1:
+        return "ja"
     return ZH if han / letters >= HAN_SHARE else EN
 
 
@@ -91,9 +101,10 @@ def join_spaced_han(text: str) -> str:
 
 
 def fts_form(text: str) -> str:
-    """What the full-text index stores for a text (and searches for a query): unchanged without
-    Han characters; else jieba's search-mode words joined by spaces."""
-    if not has_han(text):
+    """What the full-text index stores for a text (and searches for a query): unchanged unless
+    the text is Chinese (so every other text is indexed exactly as before, and jieba is never
+    loaded for it); a Chinese text as jieba's search-mode words joined by spaces."""
+    if not has_han(text) or detect_language(join_spaced_han(text)) != ZH:
         return text
     return " ".join(w for w in _jieba().lcut_for_search(join_spaced_han(text)) if w.strip())
 

@@ -27,13 +27,15 @@ def test_language_of_chunks_and_documents():
     # a Chinese paragraph quoting English names stays Chinese; numbers alone are undetermined
     assert detect_language("公司与Volta Motors签署了供货协议。") == "zh"
     assert detect_language("2023 | 949.5 | 31.6%") == "und"
+    assert detect_language("개정 이유는 질환의 특성별 ‘군(群)’별로 구분") == "ko"  # Hanja inside
+    assert detect_language("東京都の人口は増えています") == "ja"
     assert document_language(["这是中文段落，内容较长。" * 10, "Table A"]) == "zh"
     assert document_language(["中文内容" * 10, "English body text " * 10]) == "mixed"
 
 
 def test_full_text_form_segments_han_and_leaves_english_alone():
-    english = "The pump pressure is 4 bar."
-    assert fts_form(english) == english
+    for other in ("The pump pressure is 4 bar.", "개정 이유는 ‘군(群)’별로", "Tokyo (東京) grew"):
+        assert fts_form(other) == other  # indexed exactly as before issue 15
     words = fts_form("华腾科技股份有限公司收购星河数据").split()
     assert {"华腾", "科技", "收购", "星河"} <= set(words)
     assert join_spaced_han("财 务 指 标 2023 年") == "财务指标 2023 年"
