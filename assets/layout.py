@@ -2,6 +2,7 @@
 where it sees them and by font-size rules where it does not; kept as layoutparser Layouts."""
 
 
+import re
 import statistics
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from assets._batch import Payload, per_document, summary_metadata
 from assets._page_space import capped_dpi, clamp, from_pixels, page_box
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.layout import Detection, LayoutDetector, LayoutModelResource
+from resources.text_lang import word_count
 
 BULLETS = ("•", "◦", "▪", "-", "–", "*", "·")
 MIN_IMAGE_AREA = 0.02  # image blocks smaller than this share of the page are decorations
@@ -37,8 +39,13 @@ def _text_of(block: dict) -> tuple[str, float]:
     return "\n".join(ln for ln in lines if ln), size
 
 
+# "公式1：渗透率 = ...", "Equation 2: E = mc^2": a labelled formula line, whatever the model saw
+_FORMULA_LINE = re.compile(r"^\s*(?:公式|式|formula|equation|eq\.)\s*[（(]?\d+[)）]?\s*[:：.]?"
+                           r"[^\n]{0,120}[=＝][^\n]*$", re.IGNORECASE)
+
+
 def _rule_kind(text: str, size: float, body: float, bbox: tuple, height: float) -> str:
-    words = len(text.split())
+    words = word_count(text)
     if words <= 12 and (bbox[3] < 0.06 * height or bbox[1] > 0.94 * height):
         return "header" if bbox[3] < 0.06 * height else "footer"
     if size >= body * 1.15 and words <= 20:
@@ -74,7 +81,7 @@ def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
         rule = _rule_kind(text, size, body, bbox, height)
         if best is not None and _overlap(bbox, best.bbox) >= 0.5:
             kind, score = best.kind, best.score
-            if kind == "title" and len(text.split()) > 30:
+            if kind == "title" and word_count(text) > 30:
                 kind = "text"
             # The model calls some large headings "text", or "header" near the top of a page;
             # a short block in a clearly larger font is a heading whatever the model says.
@@ -84,6 +91,8 @@ def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
             kind, score = rule, None
         if kind == "text" and text.lstrip().startswith(BULLETS):
             kind = "list"
+        elif kind == "text" and _FORMULA_LINE.match(text):
+            kind = "formula"
         blocks.append(lp.TextBlock(lp.Rectangle(*bbox), text=text, id=order, type=kind,
                                    score=score))
     dets = [lp.TextBlock(lp.Rectangle(*(round(v, 2) for v in d.bbox)), id=i, type=d.kind,

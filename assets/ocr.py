@@ -53,7 +53,8 @@ def ocr(context: AssetExecutionContext, documents: dict, ocr_engine: OcrResource
                     continue  # a blank page: nothing to read
                 try:
                     pages.append({"page": n, "paragraphs": ocr_page(page, engine,
-                                                                    ocr_engine.dpi)})
+                                                                    ocr_engine.dpi),
+                                  "languages": engine.last_languages})  # "auto" picks per page
                 except Exception as exc:  # one unreadable page must not lose the document
                     errors.append(f"page {n} of {doc['source']}: OCR failed: {exc}")
                     context.log.warning(errors[-1])

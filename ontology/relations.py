@@ -30,6 +30,7 @@ class RelationType:
 
 # Building blocks of the patterns (case-insensitive).
 ROLE = r"(?:chief\s+executive(?:\s+officer)?|ceo|c\.e\.o\.|managing\s+director)"
+CHAIR = r"(?:chairman|chairwoman|chairperson|chair)(?:\s+of\s+the\s+board)?"
 WORDS = r"(?:[\w$.,%-]+\s+)"  # one plain word (never an entity tag) and its space
 ASIDE = r"(?:\s*,[^,;]{0,80},)?"  # an optional ", which is based in X," between subject and verb
 # auxiliaries and intentions before the verb: "has agreed to", "will", "is set to", "also"
@@ -73,6 +74,17 @@ RELATION_TYPES: tuple[RelationType, ...] = (
         ),
         query_words=("ceo", "chief executive", "c.e.o", "boss", "runs", "leads", "heads",
                      "managing director", "首席执行官", "总裁", "总经理"),
+    ),
+    RelationType(
+        "chair_of", "the head person chairs the tail organisation's board",
+        ("PERSON",), _ORG,
+        patterns=(
+            r"{H}\s*,\s*(?:the\s+|its\s+)?(?:new\s+|current\s+)?" + CHAIR + r"\s+of\s+{T}",
+            r"{H}\s+(?:is|was|became|has\s+been|remains|serves\s+as|was\s+(?:named|elected))\s+"
+            r"(?:as\s+)?(?:the\s+)?(?:new\s+)?" + CHAIR + r"\s+of\s+{T}",
+            r"{T}(?:\s*'s|’s)\s+(?:new\s+|current\s+)?" + CHAIR + r"\s*,?\s+{H}",
+        ),
+        query_words=("chairman", "chairwoman", "chairperson", "chair of", "董事长", "董事局主席"),
     ),
     RelationType(
         "headquartered_in", "the head organisation's headquarters are in the tail place",

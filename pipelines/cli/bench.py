@@ -20,6 +20,7 @@ SCENARIOS: dict[str, str] = {
     "ingest": "pipelines.bench.ingest:run",
     "structure": "pipelines.bench.structure:run",
     "relation": "pipelines.bench.relation:run",
+    "chinese": "pipelines.bench.chinese:run",
     "needle": "h3_runtime.bench.needle:run_needle",
     "scale": "h3_runtime.bench.needle:run_scale",
     "decode": "h3_runtime.bench.decode:run_decode",

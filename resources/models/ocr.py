@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import numpy as np
@@ -14,21 +15,49 @@ _AGENTS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
 
+AUTO = "auto"
+# "auto": a page is read in English first; when its words' mean confidence is below this, it is
+# read again with Chinese + English and the more confident reading is kept. English pages cost
+# one pass as before (a clean English page scores ~95, a Chinese page read as English ~27);
+# tesseract's script detection (OSD) would cost a pass of its own on every page (~4 s here).
+AUTO_RETRY_CONFIDENCE = 60.0
+AUTO_FALLBACK = "chi_sim+eng"
+# tesseract separates Chinese characters with spaces ("关于 做 好"): joined back
+_CJK = r"\u3000-\u303f\u3400-\u4dbf\u4e00-\u9fff\uff00-\uffef"
+_CJK_GAP = re.compile(rf"(?<=[{_CJK}])\s+(?=[{_CJK}0-9])|(?<=[{_CJK}0-9])\s+(?=[{_CJK}])")
+
+
+def _agent(languages: str):
+    with _LOCK:
+        if languages not in _AGENTS:
+            import layoutparser as lp
+
+            _AGENTS[languages] = lp.TesseractAgent(languages=languages)
+        return _AGENTS[languages]
+
+
 class TesseractOcr:
-    """Page image -> layoutparser Layout of paragraph TextBlocks (pixel coordinates)."""
+    """Page image -> layoutparser Layout of paragraph TextBlocks (pixel coordinates).
+    `languages`: tesseract's ("eng", "chi_sim+eng") or "auto" (AUTO_RETRY_CONFIDENCE)."""
 
     def __init__(self, languages: str = "eng") -> None:
-        with _LOCK:
-            if languages not in _AGENTS:
-                import layoutparser as lp
-
-                _AGENTS[languages] = lp.TesseractAgent(languages=languages)
-            self.agent = _AGENTS[languages]
         self.languages = languages
+        self.agent = _agent("eng" if languages == AUTO else languages)
+        self.last_languages = self.agent.lang  # what the last page was read with
 
     def read(self, image_rgb: np.ndarray):
         """A layoutparser Layout: one TextBlock per paragraph, with its text, mean word
         confidence and the union of its words' boxes (pixels)."""
+        layout, confidence = self._read(image_rgb, self.agent)
+        self.last_languages = self.agent.lang
+        if self.languages == AUTO and layout and confidence < AUTO_RETRY_CONFIDENCE:
+            other, other_conf = self._read(image_rgb, _agent(AUTO_FALLBACK))
+            if other_conf > confidence:
+                layout, self.last_languages = other, AUTO_FALLBACK
+        return layout
+
+    def _read(self, image_rgb: np.ndarray, agent) -> tuple[object, float]:
+        """(Layout, mean word confidence) of one tesseract pass."""
         import csv
         import io
 
@@ -40,7 +69,7 @@ class TesseractOcr:
         # gathered here, not by TesseractAgent.gather_data: that takes a paragraph's width and
         # height as its widest word's and tallest word's, so its boxes cover a corner of the
         # paragraph only (a 3-line paragraph came out as one word wide and one line high).
-        tsv = pytesseract.image_to_data(image_rgb, lang=self.agent.lang, **self.agent.configs)
+        tsv = pytesseract.image_to_data(image_rgb, lang=agent.lang, **agent.configs)
         data = pd.read_csv(io.StringIO(tsv), quoting=csv.QUOTE_NONE, encoding="utf-8", sep="\t",
                            converters={"text": str})
         # a page whose words are all blank parses `text` as float NaNs, converter or not
@@ -52,9 +81,9 @@ class TesseractOcr:
             box = lp.Rectangle(int(para["left"].min()), int(para["top"].min()),
                                int((para["left"] + para["width"]).max()),
                                int((para["top"] + para["height"]).max()))
-            blocks.append(lp.TextBlock(box, text=" ".join(para["text"]), id=i,
-                                       score=float(para["conf"].mean())))
-        return lp.Layout(blocks)
+            text = _CJK_GAP.sub("", " ".join(para["text"]))
+            blocks.append(lp.TextBlock(box, text=text, id=i, score=float(para["conf"].mean())))
+        return lp.Layout(blocks), float(words["conf"].mean()) if len(words) else 0.0
 
 
 class OcrResource(ConfigurableResource):

