@@ -1,4 +1,4 @@
-"""`h3 recall QUERY [...] [--queries-file F] [--k 5] [--mode auto|text|structure|relation]`."""
+"""`h3 recall QUERY [...] [--queries-file F] [--k 5] [--mode auto|text|structure|relation|documents]`."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("queries", nargs="*", metavar="QUERY")
     p.add_argument("--queries-file", help="one query per line (or JSONL with a 'query' field)")
     p.add_argument("--k", type=int, default=5, help="hits per query")
-    p.add_argument("--mode", default="auto", choices=["auto", "text", "structure", "relation"])
+    p.add_argument("--mode", default="auto", choices=["auto", "text", "structure", "relation", "documents"],
+                   help="documents: the documents ranked for the query (issuer, form, period)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
@@ -40,6 +41,8 @@ def _human(results: list[dict]) -> str:
                          f"({h['score']:.3f}): {text}")
         if not r["hits"]:
             lines.append("  (no hits)")
+        if r.get("note"):
+            lines.append(f"  note: {r['note']}")
     return "\n".join(lines)
 
 

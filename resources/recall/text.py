@@ -8,7 +8,8 @@ import re
 import numpy as np
 
 from ontology.document import Hit
-from resources.recall.router import RecallContext, register_intent
+from resources.recall.router import RecallContext, merge_pages, register_intent
+from resources.store.base import sql_str
 
 VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank")
 DEFAULT_VARIANT = "hybrid+rerank"
@@ -38,13 +39,23 @@ def coverage(query_terms: list[str], text: str) -> float:
     return sum(_stem(t) in have for t in query_terms) / len(query_terms)
 
 
-def dense(ctx: RecallContext, query: str, n: int) -> list[dict]:
-    return ctx.store.vector_search("chunks", ctx.query_vector(query), n, columns=COLUMNS)
+def dense(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[dict]:
+    return ctx.store.vector_search("chunks", ctx.query_vector(query), n, where=where,
+                                   columns=COLUMNS)
 
 
-def fulltext(ctx: RecallContext, query: str, n: int) -> list[dict]:
+def fulltext(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[dict]:
     cleaned = " ".join(_FTS_UNSAFE.sub(" ", query).split())
-    return ctx.store.text_search("chunks", cleaned, n, columns=COLUMNS) if cleaned else []
+    return ctx.store.text_search("chunks", cleaned, n, where=where,
+                                 columns=COLUMNS) if cleaned else []
+
+
+def routed_filter(ctx: RecallContext, query: str) -> str | None:
+    """The chunk filter of the documents the query is routed to (None: all documents)."""
+    from resources.recall.documents import route
+
+    doc_ids = route(ctx, query).doc_ids
+    return None if doc_ids is None else f"doc_id IN ({', '.join(map(sql_str, doc_ids))})"
 
 
 def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
@@ -84,27 +95,24 @@ def text_recall(ctx: RecallContext, query: str, k: int,
     """The top-k chunk hits of one query with the given variant (see VARIANTS)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown text recall variant {variant!r}; allowed: {VARIANTS}")
-    pool = max(4 * k, 20)  # over-fetch: rows of documents not yet ok are filtered out below
+    # over-fetch: rows of documents not yet ok are dropped and hits of one page merge below
+    pool = max(6 * k, 30)
+    where = routed_filter(ctx, query)
     ranked: list[tuple[dict, float]]
     if variant == "dense":
-        ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool)]
+        ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool, where)]
     elif variant == "fulltext":
-        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool)]
+        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool, where)]
     else:
-        d, f = dense(ctx, query, pool), fulltext(ctx, query, pool)
+        d, f = dense(ctx, query, pool, where), fulltext(ctx, query, pool, where)
         ranked = rrf(d, f)
         if variant == "hybrid+rerank":
             ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f})
-    hits = []
-    for row, score in ranked:
-        if row["doc_id"] not in ctx.ok_doc_ids:
-            continue
-        hits.append(Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
-                        page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
-                        kind=row["kind"], text=row["text"], score=score, via="text"))
-        if len(hits) == k:
-            break
-    return hits
+    hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
+                page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
+                kind=row["kind"], text=row["text"], score=score, via="text")
+            for row, score in ranked if row["doc_id"] in ctx.ok_doc_ids]
+    return (merge_pages(hits) if ctx.pages_total >= k else hits)[:k]
 
 
 register_intent("text", text_recall, detect=lambda q: True, always_in_auto=True)
