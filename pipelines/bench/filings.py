@@ -4,7 +4,8 @@ Corpus: `../shared/corpora/financebench-dev` (nine 10-Ks, 1,237 pages; `H3_FILIN
 points elsewhere), read in place, never copied. It is ingested with `h3 index-build`'s own path
 (every stage, knowledge graph and compression included) into a fresh H3_HOME, or, with
 `--home`, an H3_HOME that already holds it is reused (to iterate on recall without paying the
-ingestion again; its stage times are then those of the runs that built it).
+ingestion again; its stage times are then those of the runs that built it); a `--home` that
+does not exist yet is ingested into and kept.
 
 Reported, side by side in one run:
 - page recall@1/@5 and MRR on `questions.jsonl` (a hit counts when it comes from the question's
@@ -123,12 +124,14 @@ def without_company(question: str, company: str) -> str:
     return re.sub(re.escape(company) + r"(?:'s|’s)?", "the company", out, flags=re.IGNORECASE)
 
 
-def _text_hits(ctx, query: str, k: int, legacy: bool) -> list[dict]:
-    """Text recall as shipped, or as before issue 11 (all documents, a page may repeat)."""
-    from resources.recall.text import text_recall
+def _text_hits(ctx, query: str, k: int, legacy: bool, variant: str | None = None
+               ) -> list[dict]:
+    """Text recall as shipped (or another variant), or as before issue 11 (all documents, a
+    page may repeat)."""
+    from resources.recall.text import DEFAULT_VARIANT, text_recall
 
     if not legacy:
-        return [h.to_json() for h in text_recall(ctx, query, k)]
+        return [h.to_json() for h in text_recall(ctx, query, k, variant or DEFAULT_VARIANT)]
     saved = ctx.pages_total, dict(ctx.cache)
     ctx.pages_total = 0  # below k: no page merging
     from resources.recall.documents import Routing
@@ -144,16 +147,19 @@ def _text_hits(ctx, query: str, k: int, legacy: bool) -> list[dict]:
 
 def evaluate_pages(ctx, questions: list[dict], k: int = 5) -> dict:
     out: dict = {}
-    for name, legacy, strip in (("shipped", False, False), ("before_issue_11", True, False),
-                                ("shipped_company_removed", False, True)):
+    for name, legacy, strip, variant in (
+            ("shipped", False, False, None), ("before_issue_11", True, False, None),
+            ("shipped_company_removed", False, True, None),
+            ("shipped_plus_summary_rerank", False, False, "hybrid+rerank+summary")):
         ranks, misses = [], []
         for q in questions:
             query = without_company(q["question"], q["company"]) if strip else q["question"]
-            r = page_rank(_text_hits(ctx, query, k, legacy), q["file"], q["pages"])
+            r = page_rank(_text_hits(ctx, query, k, legacy, variant), q["file"], q["pages"])
             ranks.append(r)
             if r is None:
                 misses.append(q["question"][:90])
-        out[name] = {**page_scores(ranks), "misses": misses}
+        out[name] = {**page_scores(ranks), "misses": misses,
+                     "ranks": [r for r in ranks]}
     return out
 
 
@@ -309,9 +315,16 @@ def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
     questions = _jsonl(corpus / "questions.jsonl")
     relations = _jsonl(corpus / "relations.jsonl")
     tmp = None
-    if home:
+    if home and (Path(home) / "lancedb").exists():
         home_path = Path(home)
         ingestion = {"reused_home": str(home_path), **stage_times(home_path)}
+        saved = Path(home) / "filings_ingestion.json"  # written when this bench ingested it
+        if saved.exists():
+            ingestion = {"reused_home": str(home_path), **json.loads(saved.read_text())}
+    elif home:  # ingest into the given home and keep it for later runs
+        home_path = Path(home)
+        ingestion = ingest_corpus(home_path, corpus / "pdfs")
+        (home_path / "filings_ingestion.json").write_text(json.dumps(ingestion, indent=2))
     else:
         tmp = Path(tempfile.mkdtemp(prefix="h3-filings-"))
         home_path = tmp / "home"

@@ -34,7 +34,7 @@ _NAME = (r"(?P<name>" + _NAME_TOKEN + r"\.?(?:[ \t]+[A-Z]\.){0,2}(?:[ \t]+" + _N
          + r"){1,2}(?:,?[ \t]+(?:Jr\.|Sr\.|II|III|IV))?)")
 # name, then an optional age (lists, tables) and a separator, then the title
 _LISTED = re.compile(r"(?<![\w.])" + _NAME + r"(?:[ \t]*[,–—:|-]?\s*(?:\(?\d{2}\)?\s*[,|]?\s*)?)"
-                     r"(?:[,–—:|-]\s*)?" + _TITLE_SPAN + r"\b")
+                     r"(?:[,–—:|-]\s*)?(?:Title:\s*)?" + _TITLE_SPAN + r"\b")
 _SAID_BEFORE = re.compile(r"\b(?:said|says|according\s+to)\s+(?:the\s+Company's\s+|our\s+|its\s+)?"
                           + _TITLE_SPAN + r"[ \t]+" + _NAME)
 _SAID_AFTER = re.compile(r"(?<![\w,])" + _TITLE_SPAN + r"[ \t]+" + _NAME
@@ -42,9 +42,14 @@ _SAID_AFTER = re.compile(r"(?<![\w,])" + _TITLE_SPAN + r"[ \t]+" + _NAME
 # a signature: "/s/ JANE Q. DOE" (often in capitals), then the title on the next line
 _SIGNED = re.compile(r"/s/[ \t]*(?P<name>[A-Z][A-Za-z.'’-]*(?:[ \t]+[A-Z][A-Za-z.'’-]*){1,3})"
                      r"[ \t]*\n\s*(?:Title:\s*)?" + _TITLE_SPAN + r"\b")
-_APPOINTED = re.compile(_NAME + r"\s+(?:was|has\s+been|had\s+been|will\s+be|is)\s+(?:appointed|"
+_APPOINTED = re.compile(_NAME + r"(?:,\s*\d{2},)?\s+(?:was|has\s+been|had\s+been|will\s+be|is)\s+"
+                        r"(?:appointed|"
                         r"named|elected|promoted\s+to)\s+(?:as\s+)?(?:the\s+)?(?:Company's\s+|our\s+"
                         r"|its\s+|new\s+)*" + _TITLE_SPAN)
+# "the Board appointed Jane Q. Doe as Chief Financial Officer" (8-K Item 5.02)
+_APPOINTS = re.compile(r"\b(?:appointed|named|elected|promoted|hired)\s+" + _NAME
+                       + r"(?:,\s*\d{2},)?\s+(?:as|to\s+serve\s+as|to(?:\s+the\s+position\s+of)?)\s+"
+                       r"(?:the\s+)?(?:Company's\s+|our\s+|its\s+|new\s+)*" + _TITLE_SPAN)
 _NOT_NAME_WORDS = {"mr", "ms", "mrs", "dr", "the", "company", "board", "chief", "executive",
                    "officer", "president", "vice", "senior", "director", "directors", "annual",
                    "report", "form", "item", "part", "table", "contents", "united", "states",
@@ -107,7 +112,9 @@ def _plausible_name(name: str) -> bool:
 
 
 def _issuer_forms(issuer: str, aliases: Iterable[str]) -> set[str]:
-    return {normalise_name(f, "ORG") for f in (issuer, *aliases) if f}
+    # "of the Company", "of the Corporation": how a filing names its issuer
+    return {normalise_name(f, "ORG") for f in (issuer, *aliases) if f} | {"company",
+                                                                           "corporation"}
 
 
 def _belongs_elsewhere(after: str, forms: set[str]) -> bool:
@@ -165,16 +172,19 @@ def extract_roles(units: Iterable[RoleUnit], issuer: str, aliases: Iterable[str]
         text = "\n".join(u.text for u in page).replace("\xa0", " ")
         for pattern, rule in ((_LISTED, "roles:listed"), (_SIGNED, "roles:signed"),
                               (_SAID_BEFORE, "roles:said"), (_SAID_AFTER, "roles:said"),
-                              (_APPOINTED, "roles:appointed")):
+                              (_APPOINTED, "roles:appointed"), (_APPOINTS, "roles:appointed")):
             for m in pattern.finditer(text):
                 name, title = m.group("name"), m.group("title")
+                # a title never ends in a connector: "Officer of the | Company" reads the rest
+                title_end = m.start("title") + len(re.sub(r"(?:[\s,&/]+(?:of|the|and|&))+$",
+                                                          "", title))
                 if not _plausible_name(name):
                     continue
                 before = text[max(0, m.start() - 24):m.start()]
                 if _PAST_BEFORE.search(before) or _PAST_BEFORE.search(
                         text[m.start("title") - 12:m.start("title")]):
                     continue
-                end = max(m.end("title"), m.end("name"))  # "said CEO Jane Doe": after both
+                end = max(title_end, m.end("name"))  # "said CEO Jane Doe": after both
                 if _belongs_elsewhere(text[end:end + 80], forms):
                     continue
                 roles = roles_in_title(title)

@@ -116,26 +116,35 @@ def unknown_company(query: str) -> str | None:
     return None
 
 
-def doc_index_scores(ctx: RecallContext, query: str) -> dict[str, float]:
-    """Cosine of the query's 1024-d vector to each document's (the `doc_index` asset), or {}
-    when the corpus has no index yet (compress_corpus not run)."""
+def query_summary(ctx: RecallContext, query: str) -> np.ndarray | None:
+    """The query's 512-d summary, as the corpus's chunks got theirs (static word-piece vectors
+    -> the corpus PCA -> the pooling MLP), or None when the corpus is not compressed yet."""
     if "_doc_index" not in ctx.cache:
         ctx.cache["_doc_index"] = _load_doc_index()
     loaded = ctx.cache["_doc_index"]
     if loaded is None:
-        return {}
-    index, doc_ids, pca, pooler = loaded
+        return None
+    _, _, pca, pooler = loaded
     from resources.models.embedder import get_embedder
-    from resources.semantic.doc_index import query_vector
     from resources.semantic.pooling import summarise
     from resources.semantic.tokens import static_tokens
 
     tokens = static_tokens(get_embedder(), [query])[0]  # (T, 384)
     if not len(tokens):
+        return None
+    return np.asarray(summarise(pooler, [pca.transform(tokens)])[0], np.float32)  # (512,)
+
+
+def doc_index_scores(ctx: RecallContext, query: str) -> dict[str, float]:
+    """Cosine of the query's 1024-d vector to each document's (the `doc_index` asset), or {}
+    when the corpus has no index yet (compress_corpus not run)."""
+    summary = query_summary(ctx, query)
+    if summary is None:
         return {}
-    summary = summarise(pooler, [pca.transform(tokens)])[0]  # (512,)
-    q = query_vector(np.asarray(summary, np.float32)).reshape(1, -1)
-    scores, rows = index.search(q, len(doc_ids))
+    from resources.semantic.doc_index import query_vector
+
+    index, doc_ids, _, _ = ctx.cache["_doc_index"]
+    scores, rows = index.search(query_vector(summary).reshape(1, -1), len(doc_ids))
     return {doc_ids[r]: float(s) for s, r in zip(scores[0], rows[0], strict=True)
             if r >= 0 and doc_ids[r] in ctx.ok_doc_ids}
 

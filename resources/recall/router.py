@@ -125,11 +125,13 @@ def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "au
 def merge_pages(hits: list[Hit]) -> list[Hit]:
     """One hit per (document, page), in the order of `hits` (best first): the best hit's fields
     and score, with the boxes of every hit of that page after its own (issue 11: a page
-    filling two of five slots hides another answer)."""
-    merged: dict[tuple[str, int], Hit] = {}
-    boxes: dict[tuple[str, int], list] = {}
+    filling two of five slots hides another answer). A structural hit (a table or figure the
+    query asked for) is an answer of its own: two figures of one page stay two hits."""
+    merged: dict[tuple, Hit] = {}
+    boxes: dict[tuple, list] = {}
     for h in hits:
-        key = (h.doc_id, h.page)
+        key = (h.doc_id, h.page) + ((tuple(round(v) for v in h.bbox),)
+                                    if h.via == "structure" else ())
         if key not in merged:
             merged[key] = h
             boxes[key] = list(h.boxes or (h.bbox,))

@@ -11,7 +11,7 @@ from ontology.document import Hit
 from resources.recall.router import RecallContext, merge_pages, register_intent
 from resources.store.base import sql_str
 
-VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank")
+VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank", "hybrid+rerank+summary")
 DEFAULT_VARIANT = "hybrid+rerank"
 RRF_K = 60  # the constant of Cormack et al. (2009); damps the head of each list
 COLUMNS = ["doc_id", "chunk_id", "page", "bbox", "text", "kind", "section", "vector"]
@@ -70,8 +70,26 @@ def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
     return sorted(((rows[c], s) for c, s in score.items()), key=lambda rs: -rs[1])
 
 
+SUMMARY_WEIGHT = 0.15  # "hybrid+rerank+summary": weight of the 512-d summary cosine
+
+
+def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dict[str, float]:
+    """Cosine of the query's 512-d summary to each chunk's (the `chunk_pooling` asset); {} when
+    the corpus has none."""
+    from resources.recall.documents import query_summary
+
+    q = query_summary(ctx, query)
+    if q is None or not chunk_ids:
+        return {}
+    rows = ctx.store.rows("chunk_summaries",
+                          f"chunk_id IN ({', '.join(map(sql_str, chunk_ids))})",
+                          ["chunk_id", "vector"])
+    return {r["chunk_id"]: float(np.asarray(r["vector"], np.float32) @ q) for r in rows}
+
+
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
-           bm25: dict[str, float]) -> list[tuple[dict, float]]:
+           bm25: dict[str, float], summary: dict[str, float] | None = None
+           ) -> list[tuple[dict, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
     content words the chunk contains."""
@@ -85,7 +103,8 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
     scored = []
     for (row, _), c in zip(fused, cos, strict=True):
         s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"])
-             + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25)
+             + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25
+             + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
     return sorted(scored, key=lambda rs: -rs[1])
 
@@ -106,8 +125,11 @@ def text_recall(ctx: RecallContext, query: str, k: int,
     else:
         d, f = dense(ctx, query, pool, where), fulltext(ctx, query, pool, where)
         ranked = rrf(d, f)
-        if variant == "hybrid+rerank":
-            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f})
+        if variant.startswith("hybrid+rerank"):
+            summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
+                       if variant.endswith("+summary") else None)
+            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
+                            summary)
     hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
                 page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
                 kind=row["kind"], text=row["text"], score=score, via="text")

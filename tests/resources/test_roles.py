@@ -73,3 +73,11 @@ def test_titles_map_to_relations():
     assert roles_in_title("Senior Vice President and Chief Financial Officer") == ["cfo_of"]
     assert roles_in_title("Vice Chair and President") == []
     assert roles_in_title("Director of Investor Relations") == []
+
+
+def test_current_report_and_quarterly_signature_layouts():
+    found, _ = _edges("On May 2, 2025, the Board of Directors appointed Priya N. Raman, 47, as "
+                      "Chief Financial Officer of the Company, effective June 1, 2025.",
+                      "By: /s/ Priya N. Raman\nName: Priya N. Raman\nTitle: Chief Financial "
+                      "Officer")
+    assert ("cfo_of", "Priya N. Raman") in found and ("appointed_to", "Priya N. Raman") in found
