@@ -40,8 +40,8 @@ _DATE = r"([A-Z][a-z]+\.?\s+\d{1,2},?\s+(\d{4}))"
 _PERIOD_ENDED = re.compile(r"for the\s+(fiscal\s+year|year|quarterly\s+period|quarter|"
                            r"(?:three|six|nine|twelve)\s+months)\s+ended\s+" + _DATE,
                            re.IGNORECASE)
-_QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
-_QUARTER = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter(?:\s+(?:of\s+)?(?:fiscal\s+"
+QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
+QUARTER_RE = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter(?:\s+(?:of\s+)?(?:fiscal\s+"
                       r"(?:year\s+)?)?(\d{4}))?|\bQ([1-4])\s*(?:FY\s*)?'?(\d{2,4})\b",
                       re.IGNORECASE)
 _FISCAL_YEAR = re.compile(r"\b(?:fiscal(?:\s+year)?|FY)\s*'?(\d{4}|\d{2})\b", re.IGNORECASE)
@@ -191,10 +191,10 @@ def _period(text: str, form_type: str) -> tuple[int | None, str, str]:
                       if end.lower().startswith(name[:3])), 0)
         label = f"quarter ended {end}" if not month else f"Q{(month - 1) // 3 + 1} {year}"
         return year, label, end
-    if m := _QUARTER.search(text):
+    if m := QUARTER_RE.search(text):
         if m.group(1) and m.group(2):
             year = int(m.group(2))
-            return year, f"Q{_QUARTER_WORDS[m.group(1).lower()]} {year}", ""
+            return year, f"Q{QUARTER_WORDS[m.group(1).lower()]} {year}", ""
         if m.group(3):
             year = int(m.group(4)) if len(m.group(4)) == 4 else 2000 + int(m.group(4))
             return year, f"Q{m.group(3)} {year}", ""

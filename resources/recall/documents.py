@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ontology.document import Hit
-from resources.nlp.issuer import DocumentProfile, profile_pdf
+from resources.nlp.issuer import QUARTER_RE, QUARTER_WORDS, DocumentProfile, profile_pdf
 from resources.recall.router import RecallContext, register_intent
 
 _PROFILE_CACHE: dict[tuple[str, str], DocumentProfile] = {}
@@ -106,6 +106,26 @@ def query_years(query: str) -> set[int]:
     return {int(m.group(1)) for m in _YEAR.finditer(query)}
 
 
+def query_quarters(query: str) -> set[str]:
+    """Quarter labels the query names, as profiles write them: "Q3 2024" for "third quarter
+    of 2024", "Q3 FY24", "Q3 2024"."""
+    out = set()
+    for m in QUARTER_RE.finditer(query):
+        if m.group(1) and m.group(2):
+            out.add(f"Q{QUARTER_WORDS[m.group(1).lower()]} {m.group(2)}")
+        elif m.group(3):
+            year = m.group(4) if len(m.group(4)) == 4 else f"20{m.group(4)}"
+            out.add(f"Q{m.group(3)} {year}")
+    return out
+
+
+def _in_period(profile: DocumentProfile, years: set[int], quarters: set[str]) -> bool:
+    """A quarter named in the query must be the document's; otherwise its fiscal year."""
+    if quarters:
+        return profile.fiscal_period in quarters
+    return profile.fiscal_year in years
+
+
 def unknown_company(query: str) -> str | None:
     """A name the query seems to ask about ("... for Tesla", "Tesla's ..."), or None."""
     for m in _CANDIDATE_NAME.finditer(query):
@@ -177,8 +197,10 @@ def route(ctx: RecallContext, query: str) -> Routing:
         # the longest form wins: "Activision Blizzard" over a ticker that also matched
         best = max(max(len(f) for f in forms) for forms in named.values())
         chosen = sorted(d for d, forms in named.items() if max(len(f) for f in forms) == best)
-        years = query_years(query)
-        in_period = [d for d in chosen if profiles[d].fiscal_year in years]
+        years, quarters = query_years(query), query_quarters(query)
+        in_period = [d for d in chosen if _in_period(profiles[d], years, quarters)]
+        if quarters and not in_period:  # no filing of that quarter: the year's
+            in_period = [d for d in chosen if _in_period(profiles[d], years, set())]
         by = "company"
         if in_period and len(in_period) < len(chosen):
             # the named period's filing first; the others stay (a later filing restates it)

@@ -65,3 +65,29 @@ def test_hits_of_one_page_merge_keeping_every_box():
     assert [(h.page, h.score) for h in merged] == [(5, 0.9), (6, 0.7)]
     assert merged[0].boxes == ((0, 0, 10, 10), (0, 20, 10, 30))
     assert merged[0].to_json()["boxes"] == [[0, 0, 10, 10], [0, 20, 10, 30]]
+
+
+def test_mode_documents_lists_routed_documents_and_carries_the_note(tmp_path):
+    from resources.recall.router import recall
+
+    ctx = _context(tmp_path)
+    named = recall(ctx.store, ["Northwind Trading FY2023 revenue"], k=5, mode="documents",
+                   ctx=ctx)[0]
+    assert [h["doc_id"] for h in named["hits"]] == ["d1", "d2"]
+    assert named["hits"][0]["text"].startswith("Northwind Trading Holdings, Inc. · 10-K")
+    assert named["routing"]["by"] == "company+period" and "note" not in named
+    other = recall(ctx.store, ["Revenue of Contoso Pharmaceuticals"], k=5, mode="documents",
+                   ctx=ctx)[0]
+    assert {h["doc_id"] for h in other["hits"]} == set(PROFILES)
+    assert "Contoso Pharmaceuticals" in other["note"]
+
+
+def test_a_named_quarter_picks_that_quarters_filing(tmp_path):
+    ctx = _context(tmp_path)
+    q2 = DocumentProfile("Johnson & Johnson", ("J&J",), "", "10-Q", 2024, "Q3 2024")
+    ctx.store.upsert_document({"doc_id": "d4", "source": "/x/d4.pdf", "status": "ok",
+                               "pages": 30, "metadata_json": json.dumps({"profile": q2.to_json()})})
+    ctx.ok_doc_ids.add("d4")
+    ctx.doc_sources["d4"] = "/x/d4.pdf"
+    assert route(ctx, "J&J sales in the third quarter of 2024").doc_ids == ["d4", "d3"]
+    assert route(ctx, "J&J Q2 2024 cash flow").doc_ids == ["d3", "d4"]
