@@ -37,7 +37,8 @@ _RELEASE = re.compile(r"\b(?:reports?|announces?|posts?)\b[^.\n]{0,60}\b(?:resul
 _MONTHS = ("january february march april may june july august september october november "
            "december").split()
 _DATE = r"([A-Z][a-z]+\.?\s+\d{1,2},?\s+(\d{4}))"
-_PERIOD_ENDED = re.compile(r"for the\s+(fiscal\s+year|year|quarterly\s+period|quarter|"
+_PERIOD_ENDED = re.compile(r"for the\s+(?:(first|second|third|fourth)\s+)?(?:fiscal\s+)?"
+                           r"(fiscal\s+year|year|quarterly\s+period|quarter|"
                            r"(?:three|six|nine|twelve)\s+months)\s+ended\s+" + _DATE,
                            re.IGNORECASE)
 QUARTER_WORDS = {"first": 1, "second": 2, "third": 3, "fourth": 4}
@@ -184,14 +185,16 @@ def _ticker(lines: list[str], text: str) -> str:
 def _period(text: str, form_type: str) -> tuple[int | None, str, str]:
     """(fiscal year, period label, period end as written)."""
     if m := _PERIOD_ENDED.search(text):
-        kind, end, year = m.group(1).lower(), m.group(2), int(m.group(3))
+        ordinal, kind, end, year = m.group(1), m.group(2).lower(), m.group(3), int(m.group(4))
         if "year" in kind or "twelve" in kind or form_type in ("10-K", "20-F", "40-F"):
             return year, f"FY{year}", end
+        if ordinal:  # "the third quarter ended ...": the company's own quarter number
+            return year, f"Q{QUARTER_WORDS[ordinal.lower()]} {year}", end
         month = next((i for i, name in enumerate(_MONTHS, 1)
                       if end.lower().startswith(name[:3])), 0)
         label = f"quarter ended {end}" if not month else f"Q{(month - 1) // 3 + 1} {year}"
         return year, label, end
-    if m := QUARTER_RE.search(text):
+    for m in QUARTER_RE.finditer(text):  # the first quarter named with its year
         if m.group(1) and m.group(2):
             year = int(m.group(2))
             return year, f"Q{QUARTER_WORDS[m.group(1).lower()]} {year}", ""

@@ -59,3 +59,13 @@ def test_a_cover_without_a_name_says_so_and_round_trips():
     p = profile_document(["Quarterly newsletter\nNothing about anyone here"])
     assert p.issuer == "" and p.notes
     assert DocumentProfile.from_json(p.to_json()) == p
+
+
+def test_a_current_report_on_results_takes_the_company_quarter():
+    cover = ("FORM 8-K\nCURRENT REPORT\nDate of Report (Date of earliest event reported): "
+             "July 30, 2025\nCONTOSO SOFTWARE CORPORATION\n(Exact name of registrant as "
+             "specified in its charter)\nItem 2.02 Results of Operations. On July 30, 2025 the "
+             "Company announced results for the fourth quarter ended June 30, 2025.")
+    p = profile_document([cover])
+    assert (p.issuer, p.form_type, p.fiscal_period) == ("Contoso Software Corporation", "8-K",
+                                                        "Q4 2025")
