@@ -194,7 +194,8 @@ def table_context(table: dict, above: list[dict], section: str, max_gap: float =
     top = table["bbox"][1]
     for r in reversed(above):
         text = " ".join(r["text"].split())
-        if r["bbox"][3] > top + 2 or top - r["bbox"][3] > max_gap or len(text) > max_chars:
+        # it starts above the table (column heads may reach into the grid's box) and is close
+        if r["bbox"][1] >= top - 1 or top - r["bbox"][3] > max_gap or len(text) > max_chars:
             break
         lines.insert(0, text)
         top = r["bbox"][1]
