@@ -263,7 +263,7 @@ def _pca(x: np.ndarray, dim: int) -> Callable[[np.ndarray], np.ndarray]:
     return project
 
 
-def other_corpus_vectors(limit: int = 4000) -> np.ndarray:
+def other_corpus_vectors(limit: int = 1500) -> np.ndarray:
     """SBERT vectors of the text blocks of another corpus: the repository's sample corpus and
     the docling test PDFs (what a PCA fitted elsewhere would have seen)."""
     import pymupdf
