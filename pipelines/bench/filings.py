@@ -271,7 +271,8 @@ def other_corpus_vectors(limit: int = 1500) -> np.ndarray:
     from resources.models.embedder import get_embedder
 
     texts = []
-    for pdf in sorted(SAMPLE.glob("*.pdf")) + sorted(DOCLING.glob("*.pdf")):
+    docling = DOCLING if DOCLING.is_dir() else corpus_dir().parent / "docling-tests" / "pdf"
+    for pdf in sorted(SAMPLE.glob("*.pdf")) + sorted(docling.glob("*.pdf")):
         with pymupdf.open(pdf) as doc:
             for page in doc:
                 texts += [b[4] for b in page.get_text("blocks") if len(b[4].split()) >= 5]
