@@ -137,6 +137,7 @@ def _text_hits(ctx, query: str, k: int, legacy: bool, variant: str | None = None
     from resources.recall.documents import Routing
 
     ctx.cache[("_route", query)] = Routing(None)
+    ctx.cache["_no_statement_boost"] = True
     try:
         return [h.to_json() for h in text_recall(ctx, query, k)]
     finally:

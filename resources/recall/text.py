@@ -109,6 +109,33 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
     return sorted(scored, key=lambda rs: -rs[1])
 
 
+def statement_boosts(ctx: RecallContext, query: str, where: str | None
+                     ) -> dict[tuple[str, int], float]:
+    """(doc_id, page) -> boost of the financial-statement pages the query asks for, in the
+    documents it is routed to (resources/recall/statements.py)."""
+    from resources.recall.documents import route
+    from resources.recall.statements import boosts
+
+    if ctx.cache.get("_no_statement_boost"):  # the filings bench's before-issue-11 variant
+        return {}
+    doc_ids = route(ctx, query).doc_ids if where else None
+    return boosts(ctx, query, doc_ids if doc_ids is not None else sorted(ctx.ok_doc_ids))
+
+
+def statement_rows(ctx: RecallContext, boost: dict[tuple[str, int], float],
+                   have: set[str]) -> list[tuple[dict, float]]:
+    """The chunks of the boosted pages that the searches did not bring, for the rerank."""
+    by_doc: dict[str, set[int]] = {}
+    for doc_id, page in boost:
+        by_doc.setdefault(doc_id, set()).add(page)
+    out = []
+    for doc_id, pages in by_doc.items():
+        rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)} AND page IN "
+                                        f"({', '.join(str(p) for p in sorted(pages))})", COLUMNS)
+        out += [(r, 0.0) for r in rows if r["chunk_id"] not in have]
+    return out
+
+
 def text_recall(ctx: RecallContext, query: str, k: int,
                 variant: str = DEFAULT_VARIANT) -> list[Hit]:
     """The top-k chunk hits of one query with the given variant (see VARIANTS)."""
@@ -126,10 +153,15 @@ def text_recall(ctx: RecallContext, query: str, k: int,
         d, f = dense(ctx, query, pool, where), fulltext(ctx, query, pool, where)
         ranked = rrf(d, f)
         if variant.startswith("hybrid+rerank"):
+            boost = statement_boosts(ctx, query, where)
+            ranked += statement_rows(ctx, boost, {r["chunk_id"] for r, _ in ranked})
             summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
                        if variant.endswith("+summary") else None)
             ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
                             summary)
+            if boost:
+                ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
+                                 for r, s in ranked), key=lambda rs: -rs[1])
     hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
                 page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
                 kind=row["kind"], text=row["text"], score=score, via="text")
