@@ -237,6 +237,13 @@ class ProjectedStore:
     def __getattr__(self, name):
         return getattr(self._store, name)
 
+    def rows(self, table, where=None, columns=None, limit=None):
+        rows = self._store.rows(table, where, columns, limit)
+        if table == "chunks":  # pages text recall adds to its pool: projected like the rest
+            rows = [{**r, "vector": self._vectors[self._by_chunk[r["chunk_id"]]]}
+                    if "vector" in r and "chunk_id" in r else r for r in rows]
+        return rows
+
     def vector_search(self, table, vector, k, where=None, columns=None):
         scores = self._vectors @ np.asarray(vector, np.float32)
         if where:
