@@ -145,13 +145,23 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
             buf.clear()
 
     last_page = None
+    above: list[dict] = []  # this page's text regions so far: a table's title and column heads
     for region in regions:
         text = region["text"].strip()
         if region["page"] != last_page:
             flush()
             last_page = region["page"]
+            above = []
         if not text or region["kind"] in SKIP_IN_CHUNKS:
             continue
+        if region["kind"] == "table":
+            flush()
+            head = table_context(region, above, section)
+            for piece in _split_rows(compact_table(text), count, max_tokens, head):
+                emit(piece, [region], "table")
+            continue
+        if region["kind"] in ("text", "title", "caption"):
+            above.append(region)
         tokens = count(text)
         if region["kind"] == "title":
             if any(r["kind"] != "title" for r in buf):
@@ -159,12 +169,10 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
             section = " ".join(text.split())[:200]
             buf.append(region)
             buf_tokens += tokens
-        elif region["kind"] in ("table", "figure") or tokens > max_tokens:
+        elif region["kind"] == "figure" or tokens > max_tokens:
             flush()
             kind = region["kind"] if region["kind"] != "title" else "text"
-            splitter = (lambda t: _split_rows(t, count, max_tokens)) if kind == "table" else (
-                lambda t: _split_long(t, count, max_tokens))
-            for piece in splitter(text):
+            for piece in _split_long(text, count, max_tokens):
                 emit(piece, [region], kind)
         else:
             if buf and buf_tokens + tokens > max_tokens:
@@ -175,10 +183,55 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
     return chunks
 
 
-def _split_rows(markdown: str, count: Callable[[str], int], max_tokens: int) -> list[str]:
-    """Table pieces of whole rows, each repeating the header rows."""
+def table_context(table: dict, above: list[dict], section: str, max_gap: float = 72.0,
+                  max_chars: int = 240) -> list[str]:
+    """What a table's rows need to be found: its section heading, and the short text regions
+    right above it on the page (the table's title or caption, "(Dollars in millions)", the
+    column periods "Years ended December 31, 2022 2021 2020": statements often set those
+    outside the grid). A region counts while it is short and the gap to the next one below
+    is under `max_gap` points."""
+    lines: list[str] = []
+    top = table["bbox"][1]
+    for r in reversed(above):
+        text = " ".join(r["text"].split())
+        # it starts above the table (column heads may reach into the grid's box) and is close
+        if r["bbox"][1] >= top - 1 or top - r["bbox"][3] > max_gap or len(text) > max_chars:
+            break
+        lines.insert(0, text)
+        top = r["bbox"][1]
+        if len(lines) == 3:
+            break
+    if section and all(section not in ln for ln in lines):
+        lines.insert(0, section)
+    return lines
+
+
+_EMPTY_CELL = frozenset({"", "$", "%", "€", "£"})
+
+
+def compact_table(markdown: str) -> str:
+    """The table's markdown without columns that hold nothing but blanks or currency signs
+    (statements set "$" in a column of its own): fewer tokens, more rows per chunk."""
     lines = markdown.splitlines()
-    head, body = lines[:2], lines[2:]
+    rows = [[c.strip() for c in ln.strip().strip("|").split("|")] for ln in lines]
+    if len(rows) < 3 or not all(ln.lstrip().startswith("|") for ln in lines):
+        return markdown
+    body = [r for i, r in enumerate(rows) if i != 1]  # row 1 is the |---| line
+    width = max(len(r) for r in body)
+    keep = [j for j in range(width) if any(j < len(r) and r[j] not in _EMPTY_CELL for r in body)]
+    if not keep or len(keep) == width:
+        return markdown
+    out = ["| " + " | ".join(r[j] if j < len(r) else "" for j in keep) + " |" for r in body]
+    out.insert(1, "|" + "---|" * len(keep))
+    return "\n".join(out)
+
+
+def _split_rows(markdown: str, count: Callable[[str], int], max_tokens: int,
+                context: list[str] | None = None) -> list[str]:
+    """Table pieces of whole rows, each repeating the context lines (title, section) and the
+    header rows."""
+    lines = markdown.splitlines()
+    head, body = list(context or []) + lines[:2], lines[2:]
     head_tokens = sum(count(line) for line in head)
     pieces, current, current_tokens = [], list(head), head_tokens
     for line in body:

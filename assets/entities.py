@@ -7,6 +7,7 @@ across documents. `cold_storage.knowledge_graph_enabled: false` turns the stage 
 that says so in its metadata.
 """
 
+import json
 import time
 
 from dagster import (
@@ -25,6 +26,8 @@ from resources.graph.build import MENTIONS
 from resources.graph.store import write_document_graph
 from resources.graph.tables import EDGES, ENTITIES
 from resources.nlp.extract import TextUnit, extract
+from resources.nlp.issuer import DocumentProfile
+from resources.nlp.roles import RoleUnit, extract_roles
 from resources.settings import load_config
 from resources.store import ColdStore, ColdStoreResource, sql_str
 
@@ -40,9 +43,28 @@ def document_units(store: ColdStore, doc_id: str) -> list[TextUnit]:
             for r in rows if r["kind"] in TEXT_KINDS and (r["text"] or "").strip()]
 
 
+def role_units(store: ColdStore, doc_id: str) -> list[RoleUnit]:
+    """Text and table regions in reading order, lines kept: officer lists, executive tables and
+    signature blocks (resources/nlp/roles.py)."""
+    rows = store.rows("regions", f"doc_id = {sql_str(doc_id)}",
+                      ["page", "order", "kind", "bbox", "text"])
+    rows.sort(key=lambda r: (r["page"], r["order"]))
+    return [RoleUnit(doc_id, int(r["page"]), tuple(float(v) for v in r["bbox"]), r["text"])
+            for r in rows if r["kind"] in TEXT_KINDS + ("table",) and (r["text"] or "").strip()]
+
+
+def document_profile(store: ColdStore, doc_id: str) -> DocumentProfile:
+    """The issuer profile the `documents` stage stored (empty for documents stored before)."""
+    row = store.get_document(doc_id) or {}
+    return DocumentProfile.from_json(json.loads(row.get("metadata_json") or "{}").get("profile"))
+
+
 def graph_for_document(store: ColdStore, doc_id: str) -> dict:
     """Extracts and stores one document's graph; returns counts and a few edges."""
     extraction = extract(document_units(store, doc_id))
+    profile = document_profile(store, doc_id)  # offices "the Company" holds go to its issuer
+    extraction.edges.extend(extract_roles(role_units(store, doc_id), profile.issuer,
+                                          profile.aliases))
     counts = write_document_graph(store, doc_id, extraction)
     sample = [{"head": e.head_text, "relation": e.relation, "tail": e.tail_text, "page": e.page}
               for e in extraction.edges[:5]]

@@ -23,6 +23,8 @@ def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, count
     meta = dict(doc.get("metadata") or {})
     meta["counts"] = counts
     meta["warnings"] = warnings or []
+    if doc.get("profile"):  # issuer, aliases, form type, fiscal period (resources/nlp/issuer.py)
+        meta["profile"] = doc["profile"]
     return {"doc_id": doc_id, "source": doc.get("source"), "content_hash": doc.get("content_hash"),
             "status": status, "reason": reason, "pages": doc.get("pages"),
             "title": doc.get("title"), "metadata_json": json.dumps(meta, ensure_ascii=False),

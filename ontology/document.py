@@ -62,10 +62,15 @@ class Hit:
     score: float
     via: str  # text | structure | relation
     entities: tuple[dict, ...] = field(default_factory=tuple)
+    # every box of the page that matched (hits of one page merge into one: issue 11); the
+    # first is `bbox`. Empty = just `bbox`.
+    boxes: tuple[BBox, ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict:
+        boxes = self.boxes or (self.bbox,)
         return {
             "doc_id": self.doc_id, "source": self.source, "page": self.page,
             "bbox": [round(float(v), 2) for v in self.bbox], "kind": self.kind, "text": self.text,
             "score": round(float(self.score), 4), "via": self.via, "entities": list(self.entities),
+            "boxes": [[round(float(v), 2) for v in b] for b in boxes],
         }

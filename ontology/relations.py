@@ -30,7 +30,8 @@ class RelationType:
 
 # Building blocks of the patterns (case-insensitive).
 ROLE = r"(?:chief\s+executive(?:\s+officer)?|ceo|c\.e\.o\.|managing\s+director)"
-CHAIR = r"(?:chairman|chairwoman|chairperson|chair)(?:\s+of\s+the\s+board)?"
+CFO = r"(?:chief\s+financial\s+officer|cfo|c\.f\.o\.)"
+CHAIR = r"(?<!vice\s)(?:chairman|chairwoman|chairperson|chair)(?:\s+of\s+the\s+board)?"
 WORDS = r"(?:[\w$.,%-]+\s+)"  # one plain word (never an entity tag) and its space
 ASIDE = r"(?:\s*,[^,;]{0,80},)?"  # an optional ", which is based in X," between subject and verb
 # auxiliaries and intentions before the verb: "has agreed to", "will", "is set to", "also"
@@ -157,6 +158,42 @@ RELATION_TYPES: tuple[RelationType, ...] = (
             r"{T}\s+(?:co-?)?founder\s+{H}",
         ),
         query_words=("founder", "founded", "co-founder", "cofounder", "started", "创始人", "创立"),
+    ),
+    # Offices in the issuer, found mostly by resources/nlp/roles.py (lists, tables, signature
+    # blocks, quotes); the patterns here catch the news-style phrasings.
+    RelationType(
+        "cfo_of", "the head person is the chief financial officer of the tail organisation",
+        ("PERSON",), _ORG,
+        patterns=(
+            r"{H}\s*,\s*(?:the\s+|its\s+)?(?:new\s+|current\s+|interim\s+)?" + CFO
+            + r"\s+(?:of|at)\s+{T}",
+            r"{T}(?:\s*'s|’s)?\s*,?\s+(?:new\s+|current\s+)?" + CFO + r"\s*,?\s+{H}",
+        ),
+        query_words=("cfo", "chief financial", "finance chief", "c.f.o", "财务总监", "首席财务官"),
+    ),
+    RelationType(
+        "chair_of", "the head person chairs the tail organisation's board",
+        ("PERSON",), _ORG,
+        patterns=(
+            r"{H}\s*,\s*(?:the\s+|its\s+)?(?:executive\s+|non-executive\s+)?" + CHAIR
+            + r"\s+(?:of\s+the\s+board\s+)?(?:of|at)\s+{T}",
+            r"{T}(?:\s*'s|’s)?\s+(?:executive\s+)?" + CHAIR + r"\s*,?\s+{H}",
+        ),
+        query_words=("chairman", "chairwoman", "chairperson", "chair of the board", "chair",
+                     "董事长"),
+    ),
+    RelationType(
+        "director_of", "the head person sits on the tail organisation's board of directors",
+        ("PERSON",), _ORG,
+        patterns=(r"{H}\s*,\s*(?:a\s+)?(?:member\s+of\s+the\s+board|director)\s+of\s+{T}",),
+        query_words=("director", "directors", "board member", "on the board", "董事"),
+    ),
+    RelationType(
+        "appointed_to", "the head person was appointed to an office of the tail organisation "
+        "(the office in extra.role)",
+        ("PERSON",), _ORG,
+        patterns=(r"{T}\s+(?:appointed|named|hired|elected)\s+{H}\s+(?:as\s+)?",),
+        query_words=("appointed", "appoint", "named", "hired", "elected", "任命"),
     ),
     RelationType(
         "mentions", "the document mentions the entity (one edge per document, entity and page)",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import json
 import time
 from pathlib import Path
@@ -27,6 +28,7 @@ SCENARIOS: dict[str, str] = {
     "docs": "pipelines.bench.seed:run_docs",
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",
+    "filings": "pipelines.bench.filings:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 
@@ -37,6 +39,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="scenario to run (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
     p.add_argument("--out", default="bench-results", help="folder for report.json and plots")
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
+    p.add_argument("--home", help="filings: reuse this H3_HOME, which already holds the corpus, "
+                                  "instead of ingesting it into a fresh one")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -51,7 +55,10 @@ def run(args: argparse.Namespace) -> int:
         module_name, func_name = SCENARIOS[name].split(":")
         log(f"bench: scenario {name} ...")
         t0 = time.perf_counter()
-        result = getattr(importlib.import_module(module_name), func_name)(out, args.quick)
+        func = getattr(importlib.import_module(module_name), func_name)
+        extra = ({"home": args.home} if getattr(args, "home", None)
+                 and "home" in inspect.signature(func).parameters else {})
+        result = func(out, args.quick, **extra)
         result["wall_s"] = round(time.perf_counter() - t0, 2)
         report["scenarios"][name] = result
         (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))

@@ -1,4 +1,4 @@
-"""`h3 recall QUERY [...] [--queries-file F] [--k 5] [--mode auto|text|structure|relation]`."""
+"""`h3 recall QUERY [...] [--queries-file F] [--k 5] [--mode auto|text|structure|relation|documents]`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("queries", nargs="*", metavar="QUERY")
     p.add_argument("--queries-file", help="one query a line, JSONL objects with a 'query' field, or a JSON array")
     p.add_argument("--k", type=int, default=5, help="hits per query")
-    p.add_argument("--mode", default="auto", choices=["auto", "text", "structure", "relation"])
+    p.add_argument("--mode", default="auto", choices=["auto", "text", "structure", "relation", "documents"],
+                   help="documents: the documents ranked for the query (issuer, form, period)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 

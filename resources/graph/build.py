@@ -26,7 +26,7 @@ def edge_rows(extraction: Extraction, doc_id: str) -> list[dict]:
     for e in extraction.edges:
         rows.append(_row(doc_id, e.relation, e.head_id, e.tail_id, e.head_text, e.tail_text,
                          types.get(e.head_id, ""), types.get(e.tail_id, ""), e.page, e.bbox,
-                         e.sentence, e.rule, {}))
+                         e.sentence, e.rule, dict(e.extra)))
     by_page: dict[tuple[str, int], list] = defaultdict(list)
     for m in extraction.mentions:
         by_page[(m.entity_id, m.page)].append(m)

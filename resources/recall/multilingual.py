@@ -48,14 +48,15 @@ def languages(ctx: RecallContext) -> list[str]:
     return ctx.cache[("ml_languages",)]
 
 
-def dense(ctx: RecallContext, query: str, n: int) -> list[list[dict]]:
+def dense(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[list[dict]]:
     """The n chunks nearest the query by e5 cosine, one ranked list per chunk language.
 
     One list per language, because the small e5 model prefers its query's language: a Chinese
     question scores unrelated Chinese chunks (~0.83) above the English paragraph that answers it
     (~0.82). Fused by rank, the best chunk of each language gets a fair place."""
     q = query_vector(ctx, query)
-    return [ctx.store.vector_search(TABLE, q, n, where=f"language = {sql_str(lang)}",
+    scope = f" AND ({where})" if where else ""  # the documents the query is routed to
+    return [ctx.store.vector_search(TABLE, q, n, where=f"language = {sql_str(lang)}{scope}",
                                     columns=COLUMNS) for lang in languages(ctx)]
 
 

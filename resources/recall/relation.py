@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import re
 import threading
+from collections import Counter
 
 from ontology.document import Hit
-from ontology.entities import NAME_TYPES, normalise_name
+from ontology.entities import NAME_TYPES, entity_id, normalise_name
 from ontology.relations import RELATIONS_BY_NAME
 from resources.graph.build import MENTIONS
 from resources.graph.tables import EDGES, ENTITIES
@@ -58,18 +59,34 @@ def gazetteer(store: ColdStore) -> dict[str, list[str]]:
 def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
     """Edges touching the entities the query names, best first (see the module docstring)."""
     ids = query_entities(query, gazetteer(ctx.store))
+    named_in_graph = bool(ids)
+    asked = detect_relations(query)
+    issuer_docs: list[str] = []
+    if asked:  # "who is the CFO of <a short form of an issuer>": the routed documents' issuer
+        from resources.recall.documents import document_profiles, route
+
+        routed = route(ctx, query)
+        if routed.by.startswith("company"):
+            issuer_docs = routed.doc_ids or []
+            profiles = document_profiles(ctx)
+            ids += [i for i in {entity_id("ORG", profiles[d].issuer) for d in issuer_docs
+                                if profiles[d].issuer} if i not in ids]
     if not ids:
         return []
-    asked = detect_relations(query)
     asks_for_head = bool(_ASKS_FOR_HEAD.search(query))
     id_list = ", ".join(sql_str(i) for i in ids)
     rows = ctx.store.rows(
         EDGES.name, f"relation != {sql_str(MENTIONS)} AND "
                     f"(head_id IN ({id_list}) OR tail_id IN ({id_list}))")
+    # how many statements back each (document, relation, person): the current officer is named
+    # in the officer list, the signatures and the certifications; a past one once or twice
+    support = Counter((r["doc_id"], r["relation"], r["head_id"]) for r in rows)
     scored = []
     for row in rows:
         if row["doc_id"] not in ctx.ok_doc_ids:
             continue
+        if not named_in_graph and row["relation"] not in asked:
+            continue  # an issuer found by routing only: its edges of the asked relation alone
         named_is_head = row["head_id"] in ids
         rel = RELATIONS_BY_NAME[row["relation"]]
         score = 0.35  # a neighbour the question did not ask about: context, below good text
@@ -81,6 +98,12 @@ def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
             if rel.symmetric or named_is_head == named_should_be_head:
                 score += 0.3
         score += 0.05 * (row["head_id"] in ids and row["tail_id"] in ids)
+        if row["relation"] in asked:
+            # better supported first; of one person's statements, the earliest page (the
+            # officer list comes before signature pages and exhibits)
+            score += 0.02 * min(support[(row["doc_id"], row["relation"], row["head_id"])], 5)
+            score -= 0.00001 * int(row["page"])
+            score += 0.05 * (row["doc_id"] in issuer_docs)
         scored.append((score, row))
     scored.sort(key=lambda sr: (-sr[0], sr[1]["doc_id"], sr[1]["page"], sr[1]["edge_id"]))
     hits = []
@@ -102,7 +125,9 @@ def detect_relation(query: str) -> bool:
     try:
         from resources.store import open_store
 
-        return bool(query_entities(query, gazetteer(open_store())))
+        # a relation question about an issuer short form the graph may not know as a name
+        return bool(detect_relations(query)) or bool(
+            query_entities(query, gazetteer(open_store())))
     except Exception:  # no store yet: nothing to relate
         return False
 

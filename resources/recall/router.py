@@ -10,6 +10,7 @@ mode "auto". "text" always fires in auto mode; other areas register "structure" 
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import time
 from collections.abc import Callable, Sequence
@@ -20,10 +21,10 @@ import numpy as np
 from ontology.document import Hit
 from resources.store.base import ColdStore
 
-MODES = ("auto", "text", "structure", "relation")
+MODES = ("auto", "text", "structure", "relation", "documents")
 # Modules that register intents when imported (missing ones are skipped: not built yet).
 INTENT_MODULES = ("resources.recall.text", "resources.recall.structure",
-                  "resources.recall.relation")
+                  "resources.recall.relation", "resources.recall.documents")
 
 
 @dataclass
@@ -35,6 +36,7 @@ class RecallContext:
     doc_sources: dict[str, str]
     embed: Callable[[Sequence[str]], np.ndarray]  # texts -> (N, 384) unit vectors
     cache: dict = field(default_factory=dict)  # per-query scratch (e.g. the query vector)
+    pages_total: int = 0  # pages of the ok documents: below k, a page may fill several slots
 
     def query_vector(self, query: str) -> np.ndarray:
         if query not in self.cache:
@@ -72,10 +74,11 @@ def _load_intents() -> None:
 def make_context(store: ColdStore, embed: Callable | None = None) -> RecallContext:
     from resources.models.embedder import get_embedder
 
-    docs = store.rows("documents", "status = 'ok'", ["doc_id", "source"])
+    docs = store.rows("documents", "status = 'ok'", ["doc_id", "source", "pages"])
     return RecallContext(store=store, ok_doc_ids={d["doc_id"] for d in docs},
                          doc_sources={d["doc_id"]: d["source"] for d in docs},
-                         embed=embed or get_embedder().encode)
+                         embed=embed or get_embedder().encode,
+                         pages_total=sum(int(d.get("pages") or 0) for d in docs))
 
 
 def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "auto",
@@ -103,11 +106,42 @@ def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "au
         for intent in fired:
             hits += intent.handler(ctx, query, k)
         hits = [h for h in hits if h.doc_id in ctx.ok_doc_ids]
-        hits = _dedupe(sorted(hits, key=lambda h: -h.score))[:k]
-        results.append({"query": query, "intent": [i.name for i in fired],
-                        "latency_ms": round((time.perf_counter() - t0) * 1000, 2),
-                        "hits": [h.to_json() for h in hits]})
+        hits = sorted(hits, key=lambda h: -h.score)
+        hits = (merge_pages(hits) if ctx.pages_total >= k else _dedupe(hits))[:k]
+        result = {"query": query, "intent": [i.name for i in fired],
+                  "latency_ms": round((time.perf_counter() - t0) * 1000, 2),
+                  "hits": [h.to_json() for h in hits]}
+        routing = ctx.cache.get(("_route", query))  # set by text/documents recall, if they ran
+        if routing is not None:
+            result["routing"] = {"by": routing.by, "named": routing.named,
+                                 "documents": [ctx.doc_sources.get(d, d)
+                                               for d in (routing.doc_ids or [])]}
+            if routing.note:
+                result["note"] = routing.note
+        results.append(result)
     return results
+
+
+def merge_pages(hits: list[Hit]) -> list[Hit]:
+    """One hit per (document, page), in the order of `hits` (best first): the best hit's fields
+    and score, with the boxes of every hit of that page after its own (issue 11: a page
+    filling two of five slots hides another answer). A structural hit (a table or figure the
+    query asked for) is an answer of its own: two figures of one page stay two hits."""
+    merged: dict[tuple, Hit] = {}
+    boxes: dict[tuple, list] = {}
+    for h in hits:
+        key = (h.doc_id, h.page) + ((tuple(round(v) for v in h.bbox),)
+                                    if h.via == "structure" else ())
+        if key not in merged:
+            merged[key] = h
+            boxes[key] = list(h.boxes or (h.bbox,))
+        else:
+            for b in h.boxes or (h.bbox,):
+                if all(tuple(round(v) for v in b) != tuple(round(v) for v in o)
+                       for o in boxes[key]):
+                    boxes[key].append(b)
+    return [dataclasses.replace(h, boxes=tuple(tuple(float(v) for v in b) for b in boxes[key]))
+            for key, h in merged.items()]
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:

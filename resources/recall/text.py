@@ -9,10 +9,11 @@ import numpy as np
 
 from ontology.document import Hit
 from resources.recall import multilingual
-from resources.recall.router import RecallContext, register_intent
+from resources.recall.router import RecallContext, merge_pages, register_intent
+from resources.store.base import sql_str
 from resources.text_lang import fts_form, han_bigrams, has_han
 
-VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank")
+VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank", "hybrid+rerank+summary")
 DEFAULT_VARIANT = "hybrid+rerank"
 RRF_K = 60  # the constant of Cormack et al. (2009); damps the head of each list
 COLUMNS = ["doc_id", "chunk_id", "page", "bbox", "text", "kind", "section", "vector"]
@@ -47,21 +48,32 @@ def query_terms_all(query: str) -> list[str]:
     return terms(query) + (han_bigrams(query) if has_han(query) else [])
 
 
-def dense(ctx: RecallContext, query: str, n: int) -> list[dict]:
-    return ctx.store.vector_search("chunks", ctx.query_vector(query), n, columns=COLUMNS)
+def dense(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[dict]:
+    return ctx.store.vector_search("chunks", ctx.query_vector(query), n, where=where,
+                                   columns=COLUMNS)
 
 
-def fulltext(ctx: RecallContext, query: str, n: int) -> list[dict]:
+def fulltext(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[dict]:
     # Han text is matched as the segmenter's words, like the index stores it (text_lang.fts_form)
     cleaned = fts_form(" ".join(_FTS_UNSAFE.sub(" ", query).split()))
-    return ctx.store.text_search("chunks", cleaned, n, columns=COLUMNS) if cleaned else []
+    return ctx.store.text_search("chunks", cleaned, n, where=where,
+                                 columns=COLUMNS) if cleaned else []
 
 
-def _dense_lists(ctx: RecallContext, query: str, n: int) -> list[list[dict]]:
+def routed_filter(ctx: RecallContext, query: str) -> str | None:
+    """The chunk filter of the documents the query is routed to (None: all documents)."""
+    from resources.recall.documents import route
+
+    doc_ids = route(ctx, query).doc_ids
+    return None if doc_ids is None else f"doc_id IN ({', '.join(map(sql_str, doc_ids))})"
+
+
+def _dense_lists(ctx: RecallContext, query: str, n: int,
+                 where: str | None = None) -> list[list[dict]]:
     """The dense ranked lists of a store with multilingual vectors: SBERT's (not for a Chinese
     query) and e5's (resources/recall/multilingual.py)."""
-    lists = [dense(ctx, query, n)] if multilingual.sbert_understands(query) else []
-    return lists + multilingual.dense(ctx, query, n)
+    lists = [dense(ctx, query, n, where)] if multilingual.sbert_understands(query) else []
+    return lists + multilingual.dense(ctx, query, n, where)
 
 
 def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
@@ -76,8 +88,26 @@ def rrf(*ranked: list[dict]) -> list[tuple[dict, float]]:
     return sorted(((rows[c], s) for c, s in score.items()), key=lambda rs: -rs[1])
 
 
+SUMMARY_WEIGHT = 0.15  # "hybrid+rerank+summary": weight of the 512-d summary cosine
+
+
+def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dict[str, float]:
+    """Cosine of the query's 512-d summary to each chunk's (the `chunk_pooling` asset); {} when
+    the corpus has none."""
+    from resources.recall.documents import query_summary
+
+    q = query_summary(ctx, query)
+    if q is None or not chunk_ids:
+        return {}
+    rows = ctx.store.rows("chunk_summaries",
+                          f"chunk_id IN ({', '.join(map(sql_str, chunk_ids))})",
+                          ["chunk_id", "vector"])
+    return {r["chunk_id"]: float(np.asarray(r["vector"], np.float32) @ q) for r in rows}
+
+
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
-           bm25: dict[str, float], k: int | None = None) -> list[tuple[dict, float]]:
+           bm25: dict[str, float], summary: dict[str, float] | None = None,
+           k: int | None = None) -> list[tuple[dict, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
     content words the chunk contains."""
@@ -94,7 +124,8 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
     scored = []
     for (row, _), c in zip(fused, cos, strict=True):
         s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"])
-             + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25)
+             + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25
+             + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
     scored.sort(key=lambda rs: -rs[1])
     if k and multilingual.available(ctx):  # a slot for the other language (multilingual.py)
@@ -103,37 +134,69 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
     return scored
 
 
+def statement_boosts(ctx: RecallContext, query: str, where: str | None
+                     ) -> dict[tuple[str, int], float]:
+    """(doc_id, page) -> boost of the financial-statement pages the query asks for, in the
+    documents it is routed to (resources/recall/statements.py)."""
+    from resources.recall.documents import route
+    from resources.recall.statements import boosts
+
+    if ctx.cache.get("_no_statement_boost"):  # the filings bench's before-issue-11 variant
+        return {}
+    doc_ids = route(ctx, query).doc_ids if where else None
+    return boosts(ctx, query, doc_ids if doc_ids is not None else sorted(ctx.ok_doc_ids))
+
+
+def statement_rows(ctx: RecallContext, boost: dict[tuple[str, int], float],
+                   have: set[str]) -> list[tuple[dict, float]]:
+    """The chunks of the boosted pages that the searches did not bring, for the rerank."""
+    by_doc: dict[str, set[int]] = {}
+    for doc_id, page in boost:
+        by_doc.setdefault(doc_id, set()).add(page)
+    out = []
+    for doc_id, pages in by_doc.items():
+        rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)} AND page IN "
+                                        f"({', '.join(str(p) for p in sorted(pages))})", COLUMNS)
+        out += [(r, 0.0) for r in rows if r["chunk_id"] not in have]
+    return out
+
+
 def text_recall(ctx: RecallContext, query: str, k: int,
                 variant: str = DEFAULT_VARIANT) -> list[Hit]:
     """The top-k chunk hits of one query with the given variant (see VARIANTS)."""
     if variant not in VARIANTS:
         raise ValueError(f"unknown text recall variant {variant!r}; allowed: {VARIANTS}")
-    pool = max(4 * k, 20)  # over-fetch: rows of documents not yet ok are filtered out below
+    # over-fetch: rows of documents not yet ok are dropped and hits of one page merge below
+    pool = max(6 * k, 30)
+    where = routed_filter(ctx, query)
     ranked: list[tuple[dict, float]]
     ml = multilingual.available(ctx)
     if variant == "dense" and not ml:
-        ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool)]
+        ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool, where)]
     elif variant == "dense":
-        ranked = rrf(*_dense_lists(ctx, query, pool))
+        ranked = rrf(*_dense_lists(ctx, query, pool, where))
     elif variant == "fulltext":
-        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool)]
+        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool, where)]
     else:
-        d = _dense_lists(ctx, query, pool) if ml else [dense(ctx, query, pool)]
-        f = fulltext(ctx, query, pool)
+        d = (_dense_lists(ctx, query, pool, where) if ml
+             else [dense(ctx, query, pool, where)])
+        f = fulltext(ctx, query, pool, where)
         ranked = rrf(*d, f)
-        if variant == "hybrid+rerank":
+        if variant.startswith("hybrid+rerank"):
+            boost = statement_boosts(ctx, query, where)
+            ranked += statement_rows(ctx, boost, {r["chunk_id"] for r, _ in ranked})
+            summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
+                       if variant.endswith("+summary") else None)
             ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
-                            k)
-    hits = []
-    for row, score in ranked:
-        if row["doc_id"] not in ctx.ok_doc_ids:
-            continue
-        hits.append(Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
-                        page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
-                        kind=row["kind"], text=row["text"], score=score, via="text"))
-        if len(hits) == k:
-            break
-    return hits
+                            summary, k)
+            if boost:
+                ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
+                                 for r, s in ranked), key=lambda rs: -rs[1])
+    hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
+                page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
+                kind=row["kind"], text=row["text"], score=score, via="text")
+            for row, score in ranked if row["doc_id"] in ctx.ok_doc_ids]
+    return (merge_pages(hits) if ctx.pages_total >= k else hits)[:k]
 
 
 register_intent("text", text_recall, detect=lambda q: True, always_in_auto=True)

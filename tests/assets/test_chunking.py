@@ -78,3 +78,25 @@ def test_chunk_sizes_are_running_sums_not_recounts():
     table_chunks = [c for c in chunks if c["kind"] == "table"]
     assert all(c["token_count"] <= 50 + 12 for c in table_chunks)  # + the repeated header
     assert sum(c["text"].count("\n| ") for c in table_chunks) == 300  # every row, once
+
+
+def test_table_chunks_carry_title_section_and_header_rows():
+    """Issue 11: each table piece = section heading + the title/column-period lines set above
+    the grid + its header row, then whole rows; columns holding only "$" or blanks go."""
+    table = ("| Segment | $ | 2024 | | 2023 |\n|---|---|---|---|---|\n"
+             + "\n".join(f"| Segment {i} | $ | {i}00 | | {i}50 |" for i in range(12)))
+    regions = [region(0, 4, "title", "Segment information", 0),
+               region(1, 4, "text", "a paragraph far above the table " * 3, 20),
+               region(2, 4, "text", "Operating income by segment", 200),
+               region(3, 4, "text", "(Dollars in millions) Years ended June 30, 2024 2023", 214),
+               {**region(4, 4, "table", table), "bbox": [10.0, 220.0, 500.0, 400.0]}]  # heads reach in
+    tables = [c for c in build_chunks("d", regions, words, max_tokens=60) if c["kind"] == "table"]
+    assert len(tables) > 1
+    for c in tables:
+        lines = c["text"].splitlines()
+        assert lines[:4] == ["Segment information", "Operating income by segment",
+                             "(Dollars in millions) Years ended June 30, 2024 2023",
+                             "| Segment | 2024 | 2023 |"]
+        assert "far above" not in c["text"] and "| $ |" not in c["text"]
+    rows = [ln for c in tables for ln in c["text"].splitlines()[5:]]
+    assert rows == [f"| Segment {i} | {i}00 | {i}50 |" for i in range(12)]

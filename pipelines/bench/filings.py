@@ -1,0 +1,359 @@
+"""`h3 bench --scenario filings [--home DIR]`: recall and relations on real SEC filings.
+
+Corpus: `../shared/corpora/financebench-dev` (nine 10-Ks, 1,237 pages; `H3_FILINGS_CORPUS`
+points elsewhere), read in place, never copied. It is ingested with `h3 index-build`'s own path
+(every stage, knowledge graph and compression included) into a fresh H3_HOME, or, with
+`--home`, an H3_HOME that already holds it is reused (to iterate on recall without paying the
+ingestion again; its stage times are then those of the runs that built it); a `--home` that
+does not exist yet is ingested into and kept.
+
+Reported, side by side in one run:
+- page recall@1/@5 and MRR on `questions.jsonl` (a hit counts when it comes from the question's
+  file and lies on one of its evidence pages), for the shipped recall and for the previous
+  behaviour (no routing, no page merging), and with the company name taken out of the question;
+- document routing: the share of questions whose company routes to their file, and the share
+  whose file the 1024-d document index ranks first (used when no company is named);
+- relation accuracy on `relations.jsonl`: the first `via: "relation"` hit comes from the file,
+  lies on an evidence page and names the person;
+- per-stage wall and CPU seconds of the ingestion (`stage_times`, reusable), and warm recall
+  latency p50/p95;
+- the compression-loss table: recall@5 when the chunk and query vectors of the dense search and
+  the rerank are PCA-reduced to 32/64/128/256 dims (fitted on this corpus), and to 128 dims with
+  a PCA fitted on another corpus (the repository's sample corpus + the docling test PDFs).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from h3_runtime.home import h3_home_env
+from pipelines.bench.ingest import DOCLING, SAMPLE, _cpu_seconds, _stage_cpu_seconds
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO.parent / "shared" / "corpora" / "financebench-dev"
+PCA_DIMS = (32, 64, 128, 256)
+
+
+def corpus_dir() -> Path:
+    path = Path(os.environ.get("H3_FILINGS_CORPUS") or CORPUS)
+    if not (path / "pdfs").is_dir():
+        raise FileNotFoundError(f"{path}: no financebench-dev corpus (pdfs/, questions.jsonl); "
+                                "set H3_FILINGS_CORPUS")
+    return path
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+# ---- ingestion and its stage times ---------------------------------------------------------
+
+def stage_times(home: Path, run_ids: list[str] | None = None) -> dict:
+    """Wall seconds per Dagster step (from the event log of the H3_HOME's instance; all its
+    runs when `run_ids` is None) and CPU seconds per stage (what each staged payload records),
+    with what is left to Dagster. Reusable by other benches (issue 12's naive floor)."""
+    from pipelines.instance import get_instance
+
+    with h3_home_env(home):
+        instance = get_instance()
+        ids = run_ids if run_ids is not None else [r.run_id for r in instance.get_runs()]
+        wall: dict[str, float] = {}
+        for run_id in ids:
+            for step in instance.get_run_step_stats(run_id):
+                if step.end_time and step.start_time:
+                    wall[step.step_key] = wall.get(step.step_key, 0.0) + (
+                        step.end_time - step.start_time)
+    cpu = _stage_cpu_seconds(home)
+    return {"runs": len(ids),
+            "stage_wall_s": {k: round(v, 2) for k, v in sorted(wall.items(),
+                                                               key=lambda kv: -kv[1])},
+            "stage_cpu_s": {k: round(v, 2) for k, v in sorted(cpu.items(),
+                                                              key=lambda kv: -kv[1])}}
+
+
+def ingest_corpus(home: Path, pdfs: Path) -> dict:
+    """`h3 index-build` of the corpus into `home` (every stage + compression), timed."""
+    from pipelines.cli.index_build import ingest
+
+    with h3_home_env(home):
+        cpu0, t0 = _cpu_seconds(), time.perf_counter()
+        report = ingest([str(pdfs)])
+        wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    run_ids = list(report["run_ids"]) + [r for r in [report.get("compress", {}).get("run_id")]
+                                         if r]
+    pages = sum(d["pages"] or 0 for d in report["documents"] if d["status"] == "ok")
+    stages = stage_times(home, run_ids)
+    return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "pages": pages,
+            "documents_ok": report["ok"], "documents_failed": report["failed"],
+            "pages_per_s": round(pages / wall, 3) if wall else 0.0,
+            "compress": report.get("compress", {}).get("status"),
+            "dagster_overhead_s": round(max(wall - sum(stages["stage_wall_s"].values()), 0), 1),
+            **stages}
+
+
+# ---- scoring ------------------------------------------------------------------------------
+
+def page_rank(hits: list[dict], file: str, pages: list[int]) -> int | None:
+    """1-based rank of the first hit from `file` on one of `pages`."""
+    for i, h in enumerate(hits, 1):
+        if Path(h["source"]).name == file and h["page"] in pages:
+            return i
+    return None
+
+
+def page_scores(ranks: list[int | None]) -> dict:
+    n = max(len(ranks), 1)
+    return {"recall_at_1": round(sum(r == 1 for r in ranks) / n, 3),
+            "recall_at_5": round(sum(r is not None and r <= 5 for r in ranks) / n, 3),
+            "mrr": round(sum(1.0 / r for r in ranks if r) / n, 3)}
+
+
+def without_company(question: str, company: str) -> str:
+    """The question with its company named only as "the company" (the unrouted case)."""
+    out = re.sub(r"\s*\((?:formerly|also)\s+known\s+as\s+[^)]*\)", "", question)
+    return re.sub(re.escape(company) + r"(?:'s|’s)?", "the company", out, flags=re.IGNORECASE)
+
+
+def _text_hits(ctx, query: str, k: int, legacy: bool, variant: str | None = None
+               ) -> list[dict]:
+    """Text recall as shipped (or another variant), or as before issue 11 (all documents, a
+    page may repeat)."""
+    from resources.recall.text import DEFAULT_VARIANT, text_recall
+
+    if not legacy:
+        return [h.to_json() for h in text_recall(ctx, query, k, variant or DEFAULT_VARIANT)]
+    saved = ctx.pages_total, dict(ctx.cache)
+    ctx.pages_total = 0  # below k: no page merging
+    from resources.recall.documents import Routing
+
+    ctx.cache[("_route", query)] = Routing(None)
+    ctx.cache["_no_statement_boost"] = True
+    try:
+        return [h.to_json() for h in text_recall(ctx, query, k)]
+    finally:
+        ctx.pages_total = saved[0]
+        ctx.cache.clear()
+        ctx.cache.update(saved[1])
+
+
+def evaluate_pages(ctx, questions: list[dict], k: int = 5) -> dict:
+    out: dict = {}
+    for name, legacy, strip, variant in (
+            ("shipped", False, False, None), ("before_issue_11", True, False, None),
+            ("shipped_company_removed", False, True, None),
+            ("shipped_plus_summary_rerank", False, False, "hybrid+rerank+summary")):
+        ranks, misses = [], []
+        for q in questions:
+            query = without_company(q["question"], q["company"]) if strip else q["question"]
+            r = page_rank(_text_hits(ctx, query, k, legacy, variant), q["file"], q["pages"])
+            ranks.append(r)
+            if r is None:
+                misses.append(q["question"][:90])
+        out[name] = {**page_scores(ranks), "misses": misses,
+                     "ranks": [r for r in ranks]}
+    return out
+
+
+def evaluate_routing(ctx, questions: list[dict]) -> dict:
+    from resources.recall.documents import doc_index_scores, route
+
+    by_company = [bool(route(ctx, q["question"]).doc_ids) and Path(ctx.doc_sources[
+        route(ctx, q["question"]).doc_ids[0]]).name == q["file"] for q in questions]
+    by_index = []
+    for q in questions:
+        scores = doc_index_scores(ctx, without_company(q["question"], q["company"]))
+        best = max(scores, key=scores.get) if scores else None
+        by_index.append(best is not None and Path(ctx.doc_sources[best]).name == q["file"])
+    n = max(len(questions), 1)
+    return {"company_named": round(sum(by_company) / n, 3),
+            "doc_index_top1_company_removed": round(sum(by_index) / n, 3),
+            "doc_index_available": bool(doc_index_scores(ctx, "revenue")),
+            "questions": len(questions)}
+
+
+def evaluate_relations(store, ctx, questions: list[dict]) -> dict:
+    from resources.recall.router import recall
+
+    answered, details = 0, []
+    for q in questions:
+        result = recall(store, [q["question"]], k=5, mode="auto", ctx=ctx)[0]
+        first = next((h for h in result["hits"] if h["via"] == "relation"), None)
+        ok = bool(first and Path(first["source"]).name == q["file"]
+                  and first["page"] in q["pages"] and q["answer"].lower() in (
+                      first["text"] + " " + " ".join(e["text"] for e in first["entities"])
+                  ).lower())
+        answered += ok
+        details.append({"question": q["question"], "ok": ok,
+                        "first_relation_hit": first and {
+                            "file": Path(first["source"]).name, "page": first["page"],
+                            "text": first["text"][:160]}})
+    return {"answered": answered, "of": len(questions), "details": details}
+
+
+def warm_latency(store, ctx, texts: list[str], repeats: int = 3) -> dict:
+    from resources.recall.router import recall
+
+    recall(store, texts[:3], k=5, mode="auto", ctx=ctx)  # warm
+    out = {}
+    for mode in ("text", "auto"):
+        per_query = []
+        for _ in range(repeats):
+            for text in texts:
+                t0 = time.perf_counter()
+                recall(store, [text], k=5, mode=mode, ctx=ctx)
+                per_query.append((time.perf_counter() - t0) * 1000)
+        per_query.sort()
+        out[mode] = {"p50_ms": round(statistics.median(per_query), 2),
+                     "p95_ms": round(per_query[int(0.95 * (len(per_query) - 1))], 2)}
+    return out
+
+
+# ---- compression loss ---------------------------------------------------------------------
+
+class ProjectedStore:
+    """The cold store with its chunk vectors (and the queries') replaced by a projection:
+    dense search is exact cosine over the projected vectors, full text is the store's own."""
+
+    def __init__(self, store, project: Callable[[np.ndarray], np.ndarray]) -> None:
+        from resources.recall.text import COLUMNS
+
+        self._store, self._project = store, project
+        rows = store.rows("chunks", None, COLUMNS)
+        self._rows = rows
+        self._doc = np.asarray([r["doc_id"] for r in rows])
+        self._vectors = project(np.asarray([r["vector"] for r in rows], np.float32))
+        self._by_chunk = {r["chunk_id"]: i for i, r in enumerate(rows)}
+
+    def __getattr__(self, name):
+        return getattr(self._store, name)
+
+    def rows(self, table, where=None, columns=None, limit=None):
+        rows = self._store.rows(table, where, columns, limit)
+        if table == "chunks":  # pages text recall adds to its pool: projected like the rest
+            rows = [{**r, "vector": self._vectors[self._by_chunk[r["chunk_id"]]]}
+                    if "vector" in r and "chunk_id" in r else r for r in rows]
+        return rows
+
+    def vector_search(self, table, vector, k, where=None, columns=None):
+        scores = self._vectors @ np.asarray(vector, np.float32)
+        if where:
+            allowed = set(re.findall(r"'([^']+)'", where))
+            scores = np.where(np.isin(self._doc, list(allowed)), scores, -np.inf)
+        top = np.argsort(-scores)[:k]
+        return [{**self._rows[i], "vector": self._vectors[i], "_distance": 1 - float(scores[i])}
+                for i in top if np.isfinite(scores[i])]
+
+    def text_search(self, table, query, k, where=None, columns=None):
+        rows = self._store.text_search(table, query, k, where=where, columns=columns)
+        return [{**r, "vector": self._vectors[self._by_chunk[r["chunk_id"]]]} for r in rows]
+
+
+def _pca(x: np.ndarray, dim: int) -> Callable[[np.ndarray], np.ndarray]:
+    mean = x.mean(axis=0)
+    _, _, vt = np.linalg.svd(x - mean, full_matrices=False)
+    basis = vt[:dim].T.astype(np.float32)  # (384, dim)
+
+    def project(v: np.ndarray) -> np.ndarray:
+        p = (np.atleast_2d(v) - mean) @ basis
+        p /= np.maximum(np.linalg.norm(p, axis=1, keepdims=True), 1e-12)
+        return p if v.ndim == 2 else p[0]
+
+    return project
+
+
+def other_corpus_vectors(limit: int = 1500) -> np.ndarray:
+    """SBERT vectors of the text blocks of another corpus: the repository's sample corpus and
+    the docling test PDFs (what a PCA fitted elsewhere would have seen)."""
+    import pymupdf
+
+    from resources.models.embedder import get_embedder
+
+    texts = []
+    docling = DOCLING if DOCLING.is_dir() else corpus_dir().parent / "docling-tests" / "pdf"
+    for pdf in sorted(SAMPLE.glob("*.pdf")) + sorted(docling.glob("*.pdf")):
+        with pymupdf.open(pdf) as doc:
+            for page in doc:
+                texts += [b[4] for b in page.get_text("blocks") if len(b[4].split()) >= 5]
+    return get_embedder().encode(texts[:limit])
+
+
+def compression_table(store, questions: list[dict]) -> dict:
+    """recall@5 (shipped recall) with PCA-reduced chunk/query vectors (module docstring)."""
+    from resources.recall.router import make_context
+
+    base = make_context(store)
+    vectors = np.asarray([r["vector"] for r in store.rows("chunks", None, ["vector"])],
+                         np.float32)
+    variants: dict[str, Callable | None] = {"uncompressed_384": None}
+    for dim in PCA_DIMS:
+        variants[f"pca_{dim}"] = _pca(vectors, dim)
+    try:
+        other = other_corpus_vectors()
+        variants["pca_128_fitted_on_other_corpus"] = _pca(other, 128)
+        other_n = len(other)
+    except Exception as exc:  # the docling corpus missing: report without that row
+        other_n = f"unavailable: {exc}"
+    table = {}
+    for name, project in variants.items():
+        s = store if project is None else ProjectedStore(store, project)
+        embed = base.embed if project is None else (lambda t, p=project: p(base.embed(t)))
+        ctx = make_context(s, embed)
+        ranks = [page_rank(_text_hits(ctx, q["question"], 5, False), q["file"], q["pages"])
+                 for q in questions]
+        table[name] = page_scores(ranks)
+    return {"chunks": len(vectors), "other_corpus_vectors": other_n, "recall": table}
+
+
+# ---- the scenario -------------------------------------------------------------------------
+
+def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
+    from resources.recall.router import make_context
+    from resources.store import open_store
+
+    corpus = corpus_dir()
+    questions = _jsonl(corpus / "questions.jsonl")
+    relations = _jsonl(corpus / "relations.jsonl")
+    tmp = None
+    if home and (Path(home) / "lancedb").exists():
+        home_path = Path(home)
+        ingestion = {"reused_home": str(home_path), **stage_times(home_path)}
+        saved = Path(home) / "filings_ingestion.json"  # written when this bench ingested it
+        if saved.exists():
+            ingestion = {"reused_home": str(home_path), **json.loads(saved.read_text())}
+    elif home:  # ingest into the given home and keep it for later runs
+        home_path = Path(home)
+        ingestion = ingest_corpus(home_path, corpus / "pdfs")
+        (home_path / "filings_ingestion.json").write_text(json.dumps(ingestion, indent=2))
+    else:
+        tmp = Path(tempfile.mkdtemp(prefix="h3-filings-"))
+        home_path = tmp / "home"
+        ingestion = ingest_corpus(home_path, corpus / "pdfs")
+    try:
+        with h3_home_env(home_path):
+            store = open_store()
+            ctx = make_context(store)
+            report = {
+                "corpus": str(corpus), "documents": len(ctx.ok_doc_ids),
+                "pages": ctx.pages_total, "ingestion": ingestion,
+                "page_recall": evaluate_pages(ctx, questions),
+                "routing": evaluate_routing(ctx, questions),
+                "relations": evaluate_relations(store, ctx, relations),
+                "latency": warm_latency(store, ctx, [q["question"] for q in questions],
+                                        1 if quick else 3),
+            }
+            if not quick:
+                report["compression"] = compression_table(store, questions)
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return report

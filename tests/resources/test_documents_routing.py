@@ -1,0 +1,93 @@
+"""Documents first (issue 11): a query naming a company routes to its documents, a company not
+in the corpus gets a note, and hits of one page merge into one (best score, every box)."""
+
+import json
+
+import numpy as np
+
+from ontology.document import Hit
+from resources.nlp.issuer import DocumentProfile
+from resources.recall.documents import named_forms, route, unknown_company
+from resources.recall.router import RecallContext, merge_pages
+from resources.store.lance import LanceColdStore
+
+PROFILES = {
+    "d1": DocumentProfile("Northwind Trading Holdings, Inc.", ("Northwind Trading", "NWTH"),
+                          "NWTH", "10-K", 2023, "FY2023"),
+    "d2": DocumentProfile("Northwind Trading Holdings, Inc.", ("Northwind Trading", "NWTH"),
+                          "NWTH", "10-K", 2024, "FY2024"),
+    "d3": DocumentProfile("Johnson & Johnson", ("J&J",), "", "8-K", 2024, "Q2 2024"),
+}
+
+
+def _context(tmp_path) -> RecallContext:
+    store = LanceColdStore(tmp_path / "db")
+    for doc_id, profile in PROFILES.items():
+        store.upsert_document({"doc_id": doc_id, "source": f"/x/{doc_id}.pdf", "status": "ok",
+                               "pages": 40, "metadata_json": json.dumps(
+                                   {"profile": profile.to_json()})})
+    return RecallContext(store=store, ok_doc_ids=set(PROFILES),
+                         doc_sources={d: f"/x/{d}.pdf" for d in PROFILES},
+                         embed=lambda texts: np.zeros((len(texts), 384), np.float32),
+                         pages_total=120)
+
+
+def test_a_named_company_routes_to_its_filings_the_named_period_first(tmp_path):
+    ctx = _context(tmp_path)
+    r = route(ctx, "What was Northwind Trading's gross margin in FY2024?")
+    assert r.by == "company+period" and r.doc_ids == ["d2", "d1"] and r.note is None
+    assert route(ctx, "Did J&J raise its guidance?").doc_ids == ["d3"]
+    assert route(ctx, "NWTH capital expenditure").doc_ids == ["d1", "d2"]
+
+
+def test_a_company_outside_the_corpus_is_answered_from_all_documents_with_a_note(tmp_path):
+    ctx = _context(tmp_path)
+    r = route(ctx, "What is the operating margin of Contoso Pharmaceuticals?")
+    assert r.doc_ids is None and "Contoso Pharmaceuticals" in r.note
+    plain = route(ctx, "Which segment had the highest operating income?")
+    assert plain.doc_ids is None and plain.note is None
+
+
+def test_short_capital_forms_match_only_in_capitals():
+    p = PROFILES["d1"]
+    assert named_forms("nwth results", p) == []
+    assert named_forms("NWTH results", p) == ["NWTH"]
+    assert unknown_company("What is the FY2022 capex in USD millions?") is None
+    assert unknown_company("How did Tesla's deliveries change?") == "Tesla"
+
+
+def test_hits_of_one_page_merge_keeping_every_box():
+    def hit(page, score, box):
+        return Hit("d1", "/x/d1.pdf", page, box, "text", f"p{page}", score, "text")
+
+    merged = merge_pages([hit(5, 0.9, (0, 0, 10, 10)), hit(5, 0.8, (0, 20, 10, 30)),
+                          hit(6, 0.7, (0, 0, 10, 10)), hit(5, 0.6, (0, 0, 10, 10))])
+    assert [(h.page, h.score) for h in merged] == [(5, 0.9), (6, 0.7)]
+    assert merged[0].boxes == ((0, 0, 10, 10), (0, 20, 10, 30))
+    assert merged[0].to_json()["boxes"] == [[0, 0, 10, 10], [0, 20, 10, 30]]
+
+
+def test_mode_documents_lists_routed_documents_and_carries_the_note(tmp_path):
+    from resources.recall.router import recall
+
+    ctx = _context(tmp_path)
+    named = recall(ctx.store, ["Northwind Trading FY2023 revenue"], k=5, mode="documents",
+                   ctx=ctx)[0]
+    assert [h["doc_id"] for h in named["hits"]] == ["d1", "d2"]
+    assert named["hits"][0]["text"].startswith("Northwind Trading Holdings, Inc. · 10-K")
+    assert named["routing"]["by"] == "company+period" and "note" not in named
+    other = recall(ctx.store, ["Revenue of Contoso Pharmaceuticals"], k=5, mode="documents",
+                   ctx=ctx)[0]
+    assert {h["doc_id"] for h in other["hits"]} == set(PROFILES)
+    assert "Contoso Pharmaceuticals" in other["note"]
+
+
+def test_a_named_quarter_picks_that_quarters_filing(tmp_path):
+    ctx = _context(tmp_path)
+    q2 = DocumentProfile("Johnson & Johnson", ("J&J",), "", "10-Q", 2024, "Q3 2024")
+    ctx.store.upsert_document({"doc_id": "d4", "source": "/x/d4.pdf", "status": "ok",
+                               "pages": 30, "metadata_json": json.dumps({"profile": q2.to_json()})})
+    ctx.ok_doc_ids.add("d4")
+    ctx.doc_sources["d4"] = "/x/d4.pdf"
+    assert route(ctx, "J&J sales in the third quarter of 2024").doc_ids == ["d4", "d3"]
+    assert route(ctx, "J&J Q2 2024 cash flow").doc_ids == ["d3", "d4"]
