@@ -24,6 +24,7 @@ SCENARIOS: dict[str, str] = {
     "scale": "h3_runtime.bench.needle:run_scale",
     "decode": "h3_runtime.bench.decode:run_decode",
     "ruler": "h3_runtime.bench.ruler:run_ruler",
+    "prefill": "h3_runtime.bench.prefill:run_prefill",
     "docs": "pipelines.bench.seed:run_docs",
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",
