@@ -30,7 +30,7 @@ NIAH_ANSWER = " The special magic {kind} for {query} mentioned in the provided t
 NEEDLE = " One of the special magic numbers for {key} is: {value}. "
 TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_1", "niah_multikey_2",
          "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe")
-MAX_NEW = {"niah_single_1": 24, "niah_single_2": 24, "niah_multikey_1": 24, "niah_multikey_2": 24,
+MAX_NEW = {"niah_single_1": 32, "niah_single_2": 32, "niah_multikey_1": 32, "niah_multikey_2": 32,
            "niah_multivalue": 48, "niah_multiquery": 48, "vt": 32, "cwe": 48, "fwe": 24,
            "passkey": 10}
 ADJ = ("quick brave calm eager fancy gentle happy jolly kind lively proud silly witty zealous "

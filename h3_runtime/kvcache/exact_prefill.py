@@ -55,6 +55,10 @@ class _OnlineSoftmax:
         self.o = self.o * keep + torch.bmm(p, v.float())  # (H_kv, g*C, D)
         self.m = m_new
 
+    def row_lse(self) -> torch.Tensor:
+        """(H_kv, g*C): log of the softmax denominator of every (head, query) row."""
+        return (self.m + torch.log(self.s))[..., 0]
+
     def result(self, dtype: torch.dtype) -> torch.Tensor:
         """(1, C, Hq, D): the attention output in the layout the model expects."""
         out = (self.o / self.s).reshape(self.Hq, self.C, self.D)  # (Hq, C, D)
@@ -101,9 +105,50 @@ class _FusedPieces:
                             scale=self.scaling)[:2]
         self._merge(o.reshape(1, self.H, g * self.C, self.D), lse.reshape(1, self.H, g * self.C))
 
+    def row_lse(self) -> torch.Tensor:
+        return self.lse[0, ..., 0]  # (H_kv, g*C)
+
     def result(self, dtype: torch.dtype) -> torch.Tensor:
         out = self.o.reshape(self.Hq, self.C, self.D)  # (Hq, C, D)
         return out.transpose(0, 1)[None].to(dtype)
+
+
+PROBE_QUERIES = 16  # the chunk's last queries whose exact attention per block guides decode
+
+
+class _BlockMass:
+    """The exact attention mass each earlier block gets from the chunk's last PROBE_QUERIES
+    queries (any head): SnapKV's observation window. After the last prompt chunk these are the
+    question's final tokens, so the blocks they read (a needle, a variable chain) stay among
+    decode's picks even where the min/max-key bound of one decode query ranks them low."""
+
+    def __init__(self, q: torch.Tensor, n_kv_heads: int, scaling: float, block_tokens: int):
+        _, Hq, C, D = q.shape
+        self.W, self.C, self.g, self.T = min(PROBE_QUERIES, C), C, Hq // n_kv_heads, block_tokens
+        qw = q[0, :, C - self.W :].float()  # (Hq, W, D)
+        self.q = qw.reshape(n_kv_heads, self.g * self.W, D) * scaling  # (H_kv, g*W, D)
+        self.blocks: list[int] = []
+        self.lse: list[torch.Tensor] = []  # per group: (H_kv, g*W, G) log-sum-exp per block
+
+    def add(self, k: torch.Tensor, block_ids: list[int]) -> None:
+        scores = torch.bmm(self.q, k.float().transpose(1, 2))  # (H_kv, g*W, G*T)
+        H, R, _ = scores.shape
+        self.lse.append(scores.reshape(H, R, len(block_ids), self.T).logsumexp(-1))
+        self.blocks.extend(block_ids)
+
+    def mass(self, row_lse: torch.Tensor, n_blocks: int) -> torch.Tensor:
+        """(n_blocks,) on the host: max over the probe rows of the block's share of attention;
+        row_lse: (H_kv, g*C) the full softmax denominators (rows: head in group, then query)."""
+        out = torch.zeros(n_blocks)
+        if not self.blocks:
+            return out
+        rows = torch.cat([torch.arange(j * self.C + self.C - self.W, (j + 1) * self.C)
+                          for j in range(self.g)]).to(row_lse.device)
+        total = row_lse[:, rows].float()  # (H_kv, g*W)
+        lse = torch.cat(self.lse, -1)  # (H_kv, g*W, n)
+        share = torch.exp(lse - total[..., None]).amax(dim=(0, 1)).cpu()  # (n,)
+        out[torch.tensor(self.blocks)] = share
+        return out
 
 
 def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tensor,
@@ -116,6 +161,7 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
     dev, C = q.device, q.shape[2]
     fused = _FLASH_CPU is not None and dev.type == "cpu"
     acc = _FusedPieces(q, kn.shape[0], scaling) if fused else _OnlineSoftmax(q, kn.shape[0], scaling)
+    probe = _BlockMass(q, kn.shape[0], scaling, T)
     # 1. complete blocks older than the ring (they hold the sinks too), in staged groups
     n_old = store.recent_start // T
     b = 0
@@ -127,12 +173,14 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
         staged = len(group) * T * bpt
         pool.reserve(staged, "prefill staging")
         try:
-            blocks = [blk for blk in (store.fetch(i, to="hot", count_hit=False) for i in group)
-                      if blk is not None]  # a corrupted block is left out (logged by fetch)
+            blocks_or_none = [store.fetch(i, to="hot", count_hit=False) for i in group]
+            blocks = [blk for blk in blocks_or_none if blk is not None]  # corrupted: left out
             if blocks:
                 k = torch.cat([blk.keys for blk in blocks], 1).to(dev)  # (H_kv, G*T, D)
                 v = torch.cat([blk.values for blk in blocks], 1).to(dev)
                 acc.add(k, v, None)
+                probe.add(k, [i for i, blk in zip(group, blocks_or_none, strict=True)
+                              if blk is not None])
                 del k, v
         finally:
             pool.release(staged, "prefill staging")
@@ -145,9 +193,9 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
     # 3. the chunk's own tokens, causal (hot already: the transient chunk)
     if fused:
         acc.add_causal(kn.to(dev), vn.to(dev))
-        return acc.result(q.dtype)
-    causal = torch.full((C, C), float("-inf"), device=dev).triu(1)  # (C, C)
-    Hkv = kn.shape[0]
-    causal = causal.repeat(q.shape[1] // Hkv, 1)  # (g*C, C): rows are (head in group, query)
-    acc.add(kn.to(dev), vn.to(dev), causal)
+    else:
+        causal = torch.full((C, C), float("-inf"), device=dev).triu(1)  # (C, C)
+        causal = causal.repeat(q.shape[1] // kn.shape[0], 1)  # (g*C, C): (head in group, query)
+        acc.add(kn.to(dev), vn.to(dev), causal)
+    store.prompt_mass = probe.mass(acc.row_lse(), n_old)
     return acc.result(q.dtype)

@@ -74,6 +74,7 @@ class LayerStore:
         self.prefetched: set[int] = set()
         self.last_pattern: str | None = None
         self.after_prefill = False  # the last call was a prefill chunk (C > 1)
+        self.prompt_mass: torch.Tensor | None = None  # (blocks,) set by the exact prefill
 
     # ---- the step: select, attend, commit -------------------------------------------------
     def attend(self, q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
@@ -129,6 +130,9 @@ class LayerStore:
     def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
         ctx, stats = self.ctx, self.ctx.stats
         rel = self._relevance(q, n, scaling)
+        if q.shape[2] == 1 and self.prompt_mass is not None:  # decode: + the prompt's picks
+            m = min(n, self.prompt_mass.numel())
+            rel[:m] = torch.maximum(rel[:m], self.prompt_mass[:m])
         plan = ctx.scheduler.place(
             self.heat, rel, set(self.slots.slot_of), self.slots.n_slots, self.g.top_k,
             ctx.pool.pressure, self.in_warm[:n], self.kmean[:n].flatten(1))
