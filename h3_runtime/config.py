@@ -41,10 +41,14 @@ class RuntimeConfig:
     # share of cold_storage_max_gb for precomputed document KV (kv/docs) when the runtime serves
     # documents; the rest holds the blocks the tiered cache spills (kv/<xx>/*.kvb)
     cold_docs_share: float = 0.8
-    block_tokens: int = 64  # tokens per KV block (one layer)
+    # tokens per KV block (one layer), at most: a budget holding fewer than 32 block slots per
+    # layer halves it down to 16 (kvcache/geometry.py)
+    block_tokens: int = 64
     sink_tokens: int = 4  # attention sinks always kept hot
     recent_tokens: int = 256  # recent window always kept hot
-    top_k_blocks: int = 8  # blocks chosen per query from the summaries
+    # blocks chosen per query by relevance (capped by the slots the budget holds: by default
+    # every slot holds one of the most relevant blocks for the current token)
+    top_k_blocks: int = 256
     prefill_chunk_tokens: int = 512  # chunked prefill: never the whole prompt's KV hot
     # sparse prefill chunks: "exact" streams every warm block through hot staging (exact
     # attention within the budget; needle bench: passkey kept at 10%/20%), "sparse" attends to

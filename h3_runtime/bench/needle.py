@@ -34,8 +34,7 @@ from h3_runtime.reuse.assemble import greedy_decode
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 BUDGETS = (0.05, 0.10, 0.20)
 STREAMING_BUDGET = 0.10
-# 32-token blocks: a 5% budget of a 2K prompt (~100 tokens per layer) still holds a few blocks
-BENCH_CONFIG = {"runtime": {"block_tokens": 32}}
+BENCH_CONFIG = None  # the shipped defaults (the block size adapts to the budget: geometry.py)
 OWN_PREFILL = "h3_10%"  # the tiered variant that prefills every prompt itself
 
 

@@ -9,6 +9,11 @@ under the budget; the group size comes from the free hot bytes), and the partial
 merged with the online-softmax (log-sum-exp) trick, together with the ring and the chunk's own
 tokens (causal). The result equals full attention up to float rounding. Decode keeps the
 top-k selection path (LayerStore._attention).
+
+On CPU each piece runs through PyTorch's fused flash-attention kernel, which also returns the
+piece's log-sum-exp (`_FusedPieces`): the score matrix is never materialised, which is what made
+the hand-written merge (`_OnlineSoftmax`, still used elsewhere) cost 2.4-4x full attention's
+prefill. The query heads of one KV head are folded into the query axis, so no key is repeated.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import torch
 if TYPE_CHECKING:
     from h3_runtime.kvcache.layer_store import LayerStore
 
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 MAX_GROUP_BLOCKS = 64  # bounds the (Hq, C, G*T) score temporaries, whatever the free budget
 
 
@@ -49,10 +55,100 @@ class _OnlineSoftmax:
         self.o = self.o * keep + torch.bmm(p, v.float())  # (H_kv, g*C, D)
         self.m = m_new
 
+    def row_lse(self) -> torch.Tensor:
+        """(H_kv, g*C): log of the softmax denominator of every (head, query) row."""
+        return (self.m + torch.log(self.s))[..., 0]
+
     def result(self, dtype: torch.dtype) -> torch.Tensor:
         """(1, C, Hq, D): the attention output in the layout the model expects."""
         out = (self.o / self.s).reshape(self.Hq, self.C, self.D)  # (Hq, C, D)
         return out.transpose(0, 1)[None].to(dtype)
+
+
+class _FusedPieces:
+    """Same contract as `_OnlineSoftmax` (CPU): each piece is one fused flash-attention call
+    returning (output, log-sum-exp); pieces merge by their log-sum-exps."""
+
+    def __init__(self, q: torch.Tensor, n_kv_heads: int, scaling: float):
+        _, Hq, C, D = q.shape
+        self.Hq, self.C, self.D, self.H, self.scaling = Hq, C, D, n_kv_heads, scaling
+        self.q = q.reshape(1, n_kv_heads, (Hq // n_kv_heads) * C, D)  # (1, H_kv, g*C, D)
+        self.o: torch.Tensor | None = None  # (1, H_kv, g*C, D) float32
+        self.lse: torch.Tensor | None = None  # (1, H_kv, g*C, 1)
+
+    def _merge(self, o: torch.Tensor, lse: torch.Tensor) -> None:
+        o, lse = o.float(), lse.float()[..., None]
+        if self.o is None:
+            self.o, self.lse = o, lse
+            return
+        new = torch.logaddexp(self.lse, lse)
+        self.o = self.o * torch.exp(self.lse - new) + o * torch.exp(lse - new)
+        self.lse = new
+
+    def add(self, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None) -> None:
+        """k, v: (H_kv, L, D); bias: None, or an additive (L,) column mask (0 / -inf)."""
+        if bias is not None:  # keep only the live columns (the ring's unused slots are -inf)
+            live = torch.nonzero(bias == 0).flatten()
+            if live.numel() == 0:
+                return
+            k, v = k.index_select(1, live), v.index_select(1, live)
+        o, lse = _FLASH_CPU(self.q, k[None].to(self.q.dtype), v[None].to(self.q.dtype), 0.0,
+                            False, scale=self.scaling)[:2]
+        self._merge(o, lse)
+
+    def add_causal(self, k: torch.Tensor, v: torch.Tensor) -> None:
+        """The chunk's own C tokens (k, v: (H_kv, C, D)), causal: keys repeated per query head."""
+        g = self.Hq // self.H
+        q = self.q.reshape(1, self.Hq, self.C, self.D)
+        o, lse = _FLASH_CPU(q, k.repeat_interleave(g, 0)[None].to(q.dtype),
+                            v.repeat_interleave(g, 0)[None].to(q.dtype), 0.0, True,
+                            scale=self.scaling)[:2]
+        self._merge(o.reshape(1, self.H, g * self.C, self.D), lse.reshape(1, self.H, g * self.C))
+
+    def row_lse(self) -> torch.Tensor:
+        return self.lse[0, ..., 0]  # (H_kv, g*C)
+
+    def result(self, dtype: torch.dtype) -> torch.Tensor:
+        out = self.o.reshape(self.Hq, self.C, self.D)  # (Hq, C, D)
+        return out.transpose(0, 1)[None].to(dtype)
+
+
+PROBE_QUERIES = 16  # the chunk's last queries whose exact attention per block guides decode
+
+
+class _BlockMass:
+    """The exact attention mass each earlier block gets from the chunk's last PROBE_QUERIES
+    queries (any head): SnapKV's observation window. After the last prompt chunk these are the
+    question's final tokens, so the blocks they read (a needle, a variable chain) stay among
+    decode's picks even where the min/max-key bound of one decode query ranks them low."""
+
+    def __init__(self, q: torch.Tensor, n_kv_heads: int, scaling: float, block_tokens: int):
+        _, Hq, C, D = q.shape
+        self.W, self.C, self.g, self.T = min(PROBE_QUERIES, C), C, Hq // n_kv_heads, block_tokens
+        qw = q[0, :, C - self.W :].float()  # (Hq, W, D)
+        self.q = qw.reshape(n_kv_heads, self.g * self.W, D) * scaling  # (H_kv, g*W, D)
+        self.blocks: list[int] = []
+        self.lse: list[torch.Tensor] = []  # per group: (H_kv, g*W, G) log-sum-exp per block
+
+    def add(self, k: torch.Tensor, block_ids: list[int]) -> None:
+        scores = torch.bmm(self.q, k.float().transpose(1, 2))  # (H_kv, g*W, G*T)
+        H, R, _ = scores.shape
+        self.lse.append(scores.reshape(H, R, len(block_ids), self.T).logsumexp(-1))
+        self.blocks.extend(block_ids)
+
+    def mass(self, row_lse: torch.Tensor, n_blocks: int) -> torch.Tensor:
+        """(n_blocks,) on the host: max over the probe rows of the block's share of attention;
+        row_lse: (H_kv, g*C) the full softmax denominators (rows: head in group, then query)."""
+        out = torch.zeros(n_blocks)
+        if not self.blocks:
+            return out
+        rows = torch.cat([torch.arange(j * self.C + self.C - self.W, (j + 1) * self.C)
+                          for j in range(self.g)]).to(row_lse.device)
+        total = row_lse[:, rows].float()  # (H_kv, g*W)
+        lse = torch.cat(self.lse, -1)  # (H_kv, g*W, n)
+        share = torch.exp(lse - total[..., None]).amax(dim=(0, 1)).cpu()  # (n,)
+        out[torch.tensor(self.blocks)] = share
+        return out
 
 
 def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tensor,
@@ -63,7 +159,9 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
     g, pool = store.g, store.ctx.pool
     T, bpt = g.block_tokens, g.bytes_per_token_layer
     dev, C = q.device, q.shape[2]
-    acc = _OnlineSoftmax(q, kn.shape[0], scaling)
+    fused = _FLASH_CPU is not None and dev.type == "cpu"
+    acc = _FusedPieces(q, kn.shape[0], scaling) if fused else _OnlineSoftmax(q, kn.shape[0], scaling)
+    probe = _BlockMass(q, kn.shape[0], scaling, T)
     # 1. complete blocks older than the ring (they hold the sinks too), in staged groups
     n_old = store.recent_start // T
     b = 0
@@ -75,12 +173,14 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
         staged = len(group) * T * bpt
         pool.reserve(staged, "prefill staging")
         try:
-            blocks = [blk for blk in (store.fetch(i, to="hot", count_hit=False) for i in group)
-                      if blk is not None]  # a corrupted block is left out (logged by fetch)
+            blocks_or_none = [store.fetch(i, to="hot", count_hit=False) for i in group]
+            blocks = [blk for blk in blocks_or_none if blk is not None]  # corrupted: left out
             if blocks:
                 k = torch.cat([blk.keys for blk in blocks], 1).to(dev)  # (H_kv, G*T, D)
                 v = torch.cat([blk.values for blk in blocks], 1).to(dev)
                 acc.add(k, v, None)
+                probe.add(k, [i for i, blk in zip(group, blocks_or_none, strict=True)
+                              if blk is not None])
                 del k, v
         finally:
             pool.release(staged, "prefill staging")
@@ -91,8 +191,11 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
         acc.add(store.k[:, r0 : r0 + cap], store.v[:, r0 : r0 + cap],
                 store.bias[r0 : r0 + cap].to(dev))
     # 3. the chunk's own tokens, causal (hot already: the transient chunk)
-    causal = torch.full((C, C), float("-inf"), device=dev).triu(1)  # (C, C)
-    Hkv = kn.shape[0]
-    causal = causal.repeat(q.shape[1] // Hkv, 1)  # (g*C, C): rows are (head in group, query)
-    acc.add(kn.to(dev), vn.to(dev), causal)
+    if fused:
+        acc.add_causal(kn.to(dev), vn.to(dev))
+    else:
+        causal = torch.full((C, C), float("-inf"), device=dev).triu(1)  # (C, C)
+        causal = causal.repeat(q.shape[1] // kn.shape[0], 1)  # (g*C, C): (head in group, query)
+        acc.add(kn.to(dev), vn.to(dev), causal)
+    store.prompt_mass = probe.mass(acc.row_lse(), n_old)
     return acc.result(q.dtype)

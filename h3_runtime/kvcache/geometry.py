@@ -40,19 +40,49 @@ class Geometry:
         return (n_layers * P + C + P + C) * self.bytes_per_token_layer
 
 
+MIN_SLOTS = 32  # fewer selectable blocks than this and the block size halves (see below)
+MIN_BLOCK_TOKENS = 16
+
+
 def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
                   rt: RuntimeConfig, selection: bool = True) -> Geometry:
     """Splits the budget. `selection=False` gives the sinks + window baseline (no block slots:
-    the whole per-layer budget is the recent window, StreamingLLM-like)."""
+    the whole per-layer budget is the recent window, StreamingLLM-like).
+
+    `runtime.block_tokens` is the largest block size: while the budget holds fewer than MIN_SLOTS
+    block slots per layer, the block size halves (down to MIN_BLOCK_TOKENS). A small budget thus
+    gets many small blocks instead of a few big ones: the min/max-key box of a 16-token block
+    bounds q.k far more tightly than a 64-token one's, and the same hot bytes then hold the
+    needle's block plus many more candidates (RULER bench: retention at 5-10% of the KV)."""
     T = rt.block_tokens
+    while True:
+        g = _split(budget_bytes, n_layers, bytes_per_token_layer, rt, selection, T)
+        if g is not None and (not selection or g.n_slots >= MIN_SLOTS or T // 2 < MIN_BLOCK_TOKENS):
+            return g
+        if T // 2 < MIN_BLOCK_TOKENS:
+            break
+        T //= 2
+    sinks = min(rt.sink_tokens, T)
+    per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer, rt)[1]
+    raise BudgetTooSmallError(
+        f"hbm_size_gb={budget_bytes / 2**30:.6f}: {budget_bytes} B hold {per_layer} tokens per "
+        f"layer, fewer than sinks + one block ({sinks + T}); raise it or lower block_tokens")
+
+
+def _per_layer(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
+               rt: RuntimeConfig) -> tuple[int, int]:
     total = budget_bytes // bytes_per_token_layer  # layer-tokens the budget holds
     chunk = max(1, min(rt.prefill_chunk_tokens, total // 8))
-    per_layer = (total - 2 * chunk) // (n_layers + 1)
+    return chunk, (total - 2 * chunk) // (n_layers + 1)
+
+
+def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: RuntimeConfig,
+           selection: bool, T: int) -> Geometry | None:
+    """The split for block size T, or None if the budget cannot hold sinks + one block."""
+    chunk, per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer, rt)
     sinks = min(rt.sink_tokens, T)
     if per_layer < sinks + T:
-        raise BudgetTooSmallError(
-            f"hbm_size_gb={budget_bytes / 2**30:.6f}: {budget_bytes} B hold {per_layer} tokens per "
-            f"layer, fewer than sinks + one block ({sinks + T}); raise it or lower block_tokens")
+        return None
     room = per_layer - sinks
     if not selection:
         return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer)

@@ -73,6 +73,8 @@ class LayerStore:
         self.heat = LayerHeat()
         self.prefetched: set[int] = set()
         self.last_pattern: str | None = None
+        self.after_prefill = False  # the last call was a prefill chunk (C > 1)
+        self.prompt_mass: torch.Tensor | None = None  # (blocks,) set by the exact prefill
 
     # ---- the step: select, attend, commit -------------------------------------------------
     def attend(self, q: torch.Tensor, k_new: torch.Tensor, v_new: torch.Tensor,
@@ -82,8 +84,15 @@ class LayerStore:
         if q.shape[0] != 1:
             raise ValueError(f"H3 sparse attention serves batch size 1, got {q.shape[0]}")
         n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
-        if self.ctx.selection and n_cand and self.slots.n_slots:
+        decode = q.shape[2] == 1
+        if decode and self.after_prefill:
+            self._reset_selection()
+        # exact prefill chunks attend to every block: no selection (it would only move blocks
+        # and build heat from the path the KV came by - loaded or computed)
+        if self.ctx.selection and n_cand and self.slots.n_slots and (
+                decode or not self.ctx.exact_prefill):
             self._select(q, n_cand, scaling)
+        self.after_prefill = not decode
         if q.shape[2] == 1:  # decode: the common step, no staging copy of the hot buffer
             out = self._decode_attention(q, k_new[0], v_new[0], scaling)
         elif self.ctx.exact_prefill:  # a prefill chunk attends to every previous token
@@ -92,6 +101,16 @@ class LayerStore:
             out = self._attention(q, k_new[0], v_new[0], scaling)
         self.commit(k_new[0], v_new[0])
         return out
+
+    def _reset_selection(self) -> None:
+        """The first decoded token after a prefill starts the scheduler afresh (no heat, no
+        selected blocks): what decode selects then depends only on the KV and the prompt, so a
+        document loaded from cold and one recomputed give the same tokens under one budget."""
+        for b in list(self.slots.slot_of):
+            self.slots.drop(b)
+        self.heat = LayerHeat()
+        self.prefetched.clear()
+        self.last_pattern = None
 
     def _relevance(self, q: torch.Tensor, n: int, scaling: float) -> torch.Tensor:
         """Quest-style upper bound of q.k per block from the min/max-key box (center, radius)
@@ -111,6 +130,9 @@ class LayerStore:
     def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
         ctx, stats = self.ctx, self.ctx.stats
         rel = self._relevance(q, n, scaling)
+        if q.shape[2] == 1 and self.prompt_mass is not None:  # decode: + the prompt's picks
+            m = min(n, self.prompt_mass.numel())
+            rel[:m] = torch.maximum(rel[:m], self.prompt_mass[:m])
         plan = ctx.scheduler.place(
             self.heat, rel, set(self.slots.slot_of), self.slots.n_slots, self.g.top_k,
             ctx.pool.pressure, self.in_warm[:n], self.kmean[:n].flatten(1))

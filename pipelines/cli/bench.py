@@ -25,6 +25,8 @@ SCENARIOS: dict[str, str] = {
     "needle": "h3_runtime.bench.needle:run_needle",
     "scale": "h3_runtime.bench.needle:run_scale",
     "decode": "h3_runtime.bench.decode:run_decode",
+    "ruler": "h3_runtime.bench.ruler:run_ruler",
+    "prefill": "h3_runtime.bench.prefill:run_prefill",
     "docs": "pipelines.bench.seed:run_docs",
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",

@@ -58,3 +58,17 @@ def test_exact_prefill_then_decode_runs_within_budget(cold_dir):
 def test_prefill_attention_is_validated():
     with pytest.raises(ConfigError, match="prefill_attention"):
         RuntimeConfig(prefill_attention="dense")
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_exact_prefill_on_cuda_matches_dynamic_cache(cold_dir):
+    """The hot tier in GPU memory (CUDA keeps the hand-written log-sum-exp merge)."""
+    model = tiny_llama(layers=2).to("cuda")
+    ids = torch.randint(0, 128, (1, 600), generator=torch.Generator().manual_seed(7)).to("cuda")
+    model.set_attn_implementation("sdpa")
+    with torch.no_grad():
+        ref = model(ids, cache=DynamicCache(config=model.config)).logits[0, -1]
+    exact, s = _last_logits(model, ids, cold_dir, "exact")
+    assert s["hot_peak_bytes"] <= s["hot_budget_bytes"] < s["full_kv_bytes"]
+    torch.testing.assert_close(exact, ref, atol=1e-3, rtol=1e-3)

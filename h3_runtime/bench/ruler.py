@@ -1,0 +1,191 @@
+"""`h3 bench --scenario ruler`: RULER-style tasks (ruler_tasks.py) at 4K and 8K tokens and the
+varied-prose passkey at 2K-8K, full attention vs H3 at several fractions of the full KV and the
+sinks + window baseline, side by side in one run with the shipped defaults (h3_config.yaml).
+
+Cost control (2 CPU cores): each prompt is prefilled once with full attention (DynamicCache +
+sdpa); its KV is the prompt KV of every variant (exact prefill reproduces it,
+tests/h3_runtime/test_exact_prefill.py): the tiered variants load it into their tiers (the
+cold-reuse path), compute the last partial block themselves and decode through their own budget
+and selection. The prompt KV is cached under $H3_HOME/bench-cache/ruler (content-addressed by the
+model and the prompt ids), so a re-run after a runtime change skips the full-attention prefills
+(the report says which prefills were measured in this run).
+
+Retention = sum of a variant's scores / sum of full attention's scores, over the samples full
+attention scores > 0 on (RULER string_match_all); tasks full attention fails are listed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from transformers import DynamicCache
+
+from h3_runtime.bench.needle import _run_variant
+from h3_runtime.bench.ruler_tasks import TASKS, Sample, make_sample, passkey, string_match_all
+from h3_runtime.engine import H3Engine
+from h3_runtime.home import under_home
+from h3_runtime.kvcache.geometry import BudgetTooSmallError
+from h3_runtime.reuse.assemble import greedy_decode
+
+GiB = 2**30
+RULER_VARIANTS = (("window_10%", 0.10, False), ("h3_10%", 0.10, True), ("h3_5%", 0.05, True),
+                  ("h3_2.5%", 0.025, True))
+# --quick: the 4K tasks a loaded 2-core machine affords in ~45 min (one sample each)
+QUICK_TASKS = ("niah_single_1", "niah_multikey_1", "niah_multivalue", "vt")
+PASSKEY_VARIANTS = (("window_10%", 0.10, False), ("h3_20%", 0.20, True), ("h3_10%", 0.10, True))
+
+
+def _kv_path(fp: str, ids: list[int]) -> Path:
+    h = hashlib.sha256((fp + "|" + ",".join(map(str, ids))).encode()).hexdigest()[:32]
+    return under_home("bench-cache", "ruler", f"{h}.pt")
+
+
+def prompt_kv(model, fp: str, ids: list[int]) -> tuple[list, float | None]:
+    """The full-attention prompt KV per layer [(keys, values) (H_kv, n, D)] and the prefill
+    seconds (None when loaded from the bench cache)."""
+    path = _kv_path(fp, ids)
+    if path.exists():
+        try:
+            return torch.load(path, weights_only=True), None
+        except Exception:  # a torn write: recompute  # noqa: BLE001
+            path.unlink(missing_ok=True)
+    keep: list = []
+    t0 = time.perf_counter()
+    _prefill_only(model, ids, keep)
+    seconds = time.perf_counter() - t0
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    torch.save(keep, tmp)
+    tmp.replace(path)
+    return keep, seconds
+
+
+@torch.inference_mode()
+def _prefill_only(model, ids: list[int], keep: list) -> None:
+    model.set_attn_implementation("sdpa")
+    cache = DynamicCache(config=model.config)
+    model(torch.tensor([ids]), cache=cache, use_cache=True, logits_to_keep=1)
+    keep.extend((layer.keys[0].clone(), layer.values[0].clone()) for layer in cache.layers)
+
+
+@torch.inference_mode()
+def full_answer(model, kv: list, ids: list[int], max_new: int, eos: int | None) -> list[int]:
+    """Full attention's greedy answer from the prompt KV (the last prompt token is run here)."""
+    model.set_attn_implementation("sdpa")
+    cache = DynamicCache(config=model.config)
+    m = len(ids) - 1
+    for layer, (k, v) in enumerate(kv):
+        cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)  # (1, H_kv, m, D)
+    out = model(torch.tensor([ids[m:]]), cache=cache, use_cache=True)
+    return greedy_decode(model, cache, out.logits[0, -1], max_new, eos_ids=(eos,) if eos is not None else ())
+
+
+def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
+    model, tok = base.model, base.tokenizer
+    kv, prefill_s = prompt_kv(model, base.fingerprint, s.ids)
+    full_kv = len(s.ids) * base.bytes_per_token_layer * base.n_layers
+    t0 = time.perf_counter()
+    ans = full_answer(model, kv, s.ids, s.max_new, tok.eos_token_id)
+    text = tok.decode(ans, skip_special_tokens=True)
+    row = {"task": s.task, "length": len(s.ids), "answers": s.answers, "full_kv_bytes": full_kv,
+           "full": {"text": text, "score": string_match_all(text, s.answers),
+                    "prefill_s": None if prefill_s is None else round(prefill_s, 2),
+                    "decode_s": round(time.perf_counter() - t0, 2)}}
+    for name, frac, selection in variants:
+        try:
+            engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=full_kv * frac / GiB,
+                              cold_storage_path=out_dir / "ruler-kv", selection=selection)
+        except BudgetTooSmallError as exc:
+            row[name] = {"error": str(exc), "score": 0.0, "text": ""}
+            continue
+        r = _run_variant(engine, s.ids, s.max_new, kv)
+        text = tok.decode(r["ids"], skip_special_tokens=True)
+        g = engine.geometry
+        row[name] = {"text": text, "score": string_match_all(text, s.answers),
+                     "same_as_full": r["ids"] == ans[: len(r["ids"])] and len(r["ids"]) == len(ans),
+                     "decode_s": round(r["decode_s"], 2), "hot_peak_bytes": r["hot_peak_bytes"],
+                     "hot_budget_bytes": r["hot_budget_bytes"],
+                     "geometry": {"block_tokens": g.block_tokens, "n_slots": g.n_slots,
+                                  "recent_tokens": g.recent_capacity - g.block_tokens}}
+        engine.new_cache()  # release this run's tiers
+    del kv
+    print(f"ruler {s.task} {len(s.ids)}: full {row['full']['score']:.2f} " + ", ".join(
+        f"{n} {row[n]['score']:.2f}" for n, _, _ in variants), file=sys.stderr, flush=True)
+    return row
+
+
+def summarise(rows: list[dict], names: list[str]) -> dict:
+    """Per length: per task scores, tasks full attention fails, retention over solved samples."""
+    out: dict = {}
+    for n in sorted({r["length_target"] for r in rows}):
+        at = [r for r in rows if r["length_target"] == n]
+        solved = [r for r in at if r["full"]["score"] > 0]
+        per_task = {}
+        for task in dict.fromkeys(r["task"] for r in at):
+            tr = [r for r in at if r["task"] == task]
+            per_task[task] = {v: round(statistics.mean(r[v]["score"] for r in tr), 3)
+                              for v in ["full", *names]}
+        ret = {}
+        for v in names:
+            full_sum = sum(r["full"]["score"] for r in solved)
+            ret[v] = round(sum(r[v]["score"] for r in solved) / full_sum, 3) if full_sum else None
+        out[str(n)] = {"per_task": per_task, "retention_vs_full": ret,
+                       "samples": len(at), "samples_full_solves": len(solved),
+                       "tasks_full_fails": [t for t, sc in per_task.items() if sc["full"] == 0],
+                       "identical_to_full": {v: sum(bool(r[v].get("same_as_full")) for r in solved)
+                                             for v in names}}
+    return out
+
+
+def _partial(out_dir: Path, ruler_rows: list, pk_rows: list) -> None:
+    """The rows so far (a long run interrupted still leaves its measurements)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "ruler.partial.json").write_text(json.dumps({"ruler": ruler_rows, "passkey": pk_rows}))
+
+
+def run_ruler(out_dir: Path, quick: bool) -> dict:
+    out_dir = Path(out_dir)
+    lengths = [4096] if quick else [4096, 8192]
+    tasks = QUICK_TASKS if quick else TASKS
+    pk_lengths = [2048] if quick else [2048, 4096, 8192]
+    depths = [0.1, 0.5, 0.9]
+    base = H3Engine(hbm_size_gb=1.0, cold_storage_path=out_dir / "ruler-kv")
+    tok = base.tokenizer
+    t0 = time.perf_counter()
+    ruler_rows, pk_rows = [], []
+    for n in lengths:
+        for task in tasks:
+            row = _run_sample(base, make_sample(tok, task, n, seed=0), RULER_VARIANTS, out_dir)
+            row["length_target"] = n
+            ruler_rows.append(row)
+            _partial(out_dir, ruler_rows, pk_rows)
+    for n in pk_lengths:
+        for d in depths:
+            row = _run_sample(base, passkey(tok, n, d, seed=0), PASSKEY_VARIANTS, out_dir)
+            row["length_target"], row["depth"] = n, d
+            pk_rows.append(row)
+            _partial(out_dir, ruler_rows, pk_rows)
+    rv = [v for v, _, _ in RULER_VARIANTS]
+    pv = [v for v, _, _ in PASSKEY_VARIANTS]
+    g = base.config.runtime
+    return {
+        "model": "SmolLM2-135M-Instruct (fp32)",
+        "config": {"block_tokens": g.block_tokens, "top_k_blocks": g.top_k_blocks,
+                   "recent_tokens": g.recent_tokens, "sink_tokens": g.sink_tokens},
+        "seconds": round(time.perf_counter() - t0, 1),
+        "full_prefills_measured_this_run": sum(r["full"]["prefill_s"] is not None
+                                               for r in ruler_rows + pk_rows),
+        "ruler": {"variants": rv, "summary": summarise(ruler_rows, rv), "rows": ruler_rows},
+        "passkey_prose": {"variants": pv, "depths": depths, "summary": summarise(pk_rows, pv),
+                          "rows": pk_rows},
+        "hot_budget_never_exceeded": all(
+            r[v]["hot_peak_bytes"] <= r[v]["hot_budget_bytes"]
+            for rows, names in ((ruler_rows, rv), (pk_rows, pv)) for r in rows for v in names
+            if "hot_peak_bytes" in r[v]),
+    }

@@ -1,0 +1,37 @@
+"""The RULER-style generator: prompts of the asked length that contain their answers, and
+RULER's string_match_all scoring (tokenizer only: no model run)."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoTokenizer
+
+from h3_runtime.bench.ruler_tasks import TASKS, make_sample, passkey, string_match_all
+
+
+@pytest.fixture(scope="module")
+def tok(default_model_dir):
+    return AutoTokenizer.from_pretrained(default_model_dir)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_prompts_fit_the_length_and_hold_the_answers(tok, task):
+    s = make_sample(tok, task, 2048, seed=0)
+    text = tok.decode(s.ids)
+    assert 0.85 * 2048 <= len(s.ids) <= 2048  # cwe trims whole numbered entries to fit
+    assert s.answers and all(a in text.split("<|im_start|>assistant")[0] for a in s.answers)
+    assert make_sample(tok, task, 2048, seed=0).ids == s.ids  # deterministic
+
+
+def test_passkey_haystack_is_varied_prose(tok):
+    s = passkey(tok, 2048, 0.5, seed=0)
+    text = tok.decode(s.ids)
+    assert s.answers[0] in text and "The grass is green" not in text
+    sentences = [x for x in text.split(". ") if len(x) > 20]
+    assert len(set(sentences)) > 0.9 * len(sentences)  # not one sentence repeated
+
+
+def test_string_match_all():
+    assert string_match_all("Numbers: 123 and 456", ["123", "456"]) == 1.0
+    assert string_match_all("only 123", ["123", "456"]) == 0.5
+    assert string_match_all("none", ["ABC"]) == 0.0
