@@ -80,12 +80,14 @@ RELATION_TYPES: tuple[RelationType, ...] = (
         "chair_of", "the head person chairs the tail organisation's board",
         ("PERSON",), _ORG,
         patterns=(
-            r"{H}\s*,\s*(?:the\s+|its\s+)?(?:new\s+|current\s+)?" + CHAIR + r"\s+of\s+{T}",
+            r"{H}\s*,\s*(?:the\s+|its\s+)?(?:new\s+|current\s+|executive\s+|non-executive\s+)?"
+            + CHAIR + r"\s+(?:of|at)\s+{T}",
             r"{H}\s+(?:is|was|became|has\s+been|remains|serves\s+as|was\s+(?:named|elected))\s+"
             r"(?:as\s+)?(?:the\s+)?(?:new\s+)?" + CHAIR + r"\s+of\s+{T}",
-            r"{T}(?:\s*'s|’s)\s+(?:new\s+|current\s+)?" + CHAIR + r"\s*,?\s+{H}",
+            r"{T}(?:\s*'s|’s)?\s+(?:new\s+|current\s+|executive\s+)?" + CHAIR + r"\s*,?\s+{H}",
         ),
-        query_words=("chairman", "chairwoman", "chairperson", "chair of", "董事长", "董事局主席"),
+        query_words=("chairman", "chairwoman", "chairperson", "chair of the board", "chair of",
+                     "chair", "董事长", "董事局主席"),
     ),
     RelationType(
         "headquartered_in", "the head organisation's headquarters are in the tail place",
@@ -170,17 +172,6 @@ RELATION_TYPES: tuple[RelationType, ...] = (
             r"{T}(?:\s*'s|’s)?\s*,?\s+(?:new\s+|current\s+)?" + CFO + r"\s*,?\s+{H}",
         ),
         query_words=("cfo", "chief financial", "finance chief", "c.f.o", "财务总监", "首席财务官"),
-    ),
-    RelationType(
-        "chair_of", "the head person chairs the tail organisation's board",
-        ("PERSON",), _ORG,
-        patterns=(
-            r"{H}\s*,\s*(?:the\s+|its\s+)?(?:executive\s+|non-executive\s+)?" + CHAIR
-            + r"\s+(?:of\s+the\s+board\s+)?(?:of|at)\s+{T}",
-            r"{T}(?:\s*'s|’s)?\s+(?:executive\s+)?" + CHAIR + r"\s*,?\s+{H}",
-        ),
-        query_words=("chairman", "chairwoman", "chairperson", "chair of the board", "chair",
-                     "董事长"),
     ),
     RelationType(
         "director_of", "the head person sits on the tail organisation's board of directors",
