@@ -54,9 +54,14 @@ def stop_tree(proc: subprocess.Popen, grace_s: float = GRACE_S) -> list[int]:
     return [p.pid for p in alive]
 
 
+def default_host() -> str:
+    """Localhost unless H3_UI_HOST says otherwise: the webserver has no authentication."""
+    return os.environ.get("H3_UI_HOST", "127.0.0.1")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    host = os.environ.get("H3_UI_HOST", "127.0.0.1")
+    host = default_host()
     port = args[0] if args else os.environ.get("H3_UI_PORT", "3000")
     home = ensure_dagster_home()
     print(f"h3 ui: Dagster instance {home}; http://{host}:{port}", file=sys.stderr, flush=True)

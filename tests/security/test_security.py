@@ -120,7 +120,13 @@ def test_json_io_manager_never_pickles(h3_home):
 
 def test_webserver_binds_to_localhost_by_default():
     ui = re.search(r"^ui:.*?(?=^\S)", (REPO / "Makefile").read_text(), re.S | re.M).group(0)
-    assert "dagster dev -h 127.0.0.1" in ui
+    assert "-m pipelines.ui" in ui  # the wrapper that starts (and stops) `dagster dev`
+    from pipelines import ui as ui_wrapper
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.delenv("H3_UI_HOST", raising=False)
+        command = ui_wrapper.dagster_dev_command(ui_wrapper.default_host(), "3000")
+    assert command[1:4] == ["dev", "-h", "127.0.0.1"], command
     from dagster_webserver.cli import DEFAULT_WEBSERVER_HOST
 
     assert DEFAULT_WEBSERVER_HOST == "127.0.0.1"
