@@ -28,7 +28,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import tempfile
 import time
 from collections.abc import Callable
@@ -37,7 +36,13 @@ from pathlib import Path
 import numpy as np
 
 from h3_runtime.home import h3_home_env
-from pipelines.bench.ingest import DOCLING, SAMPLE, _cpu_seconds, _stage_cpu_seconds
+from pipelines.bench.ingest import (
+    DOCLING,
+    SAMPLE,
+    _cpu_seconds,
+    _stage_cpu_seconds,
+    warm_latency,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpora" / "financebench-dev"
@@ -198,24 +203,6 @@ def evaluate_relations(store, ctx, questions: list[dict]) -> dict:
                             "file": Path(first["source"]).name, "page": first["page"],
                             "text": first["text"][:160]}})
     return {"answered": answered, "of": len(questions), "details": details}
-
-
-def warm_latency(store, ctx, texts: list[str], repeats: int = 3) -> dict:
-    from resources.recall.router import recall
-
-    recall(store, texts[:3], k=5, mode="auto", ctx=ctx)  # warm
-    out = {}
-    for mode in ("text", "auto"):
-        per_query = []
-        for _ in range(repeats):
-            for text in texts:
-                t0 = time.perf_counter()
-                recall(store, [text], k=5, mode=mode, ctx=ctx)
-                per_query.append((time.perf_counter() - t0) * 1000)
-        per_query.sort()
-        out[mode] = {"p50_ms": round(statistics.median(per_query), 2),
-                     "p95_ms": round(per_query[int(0.95 * (len(per_query) - 1))], 2)}
-    return out
 
 
 # ---- compression loss ---------------------------------------------------------------------

@@ -201,19 +201,8 @@ def _recall_quality(home: Path, quick: bool, embed=None) -> dict:
         quality["router_auto"] = scores([rank(r["hits"], q)
                                          for r, q in zip(routed, queries, strict=True)])
         # Warm latency: the router as `h3 recall` runs it (context built once per call).
-        texts = [q["query"] for q in queries]
-        recall(store, texts[:3], k=5, mode="text")
-        latencies = {}
-        for mode in ("text", "auto"):
-            per_query = []
-            for _ in range(1 if quick else 3):
-                for text in texts:
-                    t0 = time.perf_counter()
-                    recall(store, [text], k=5, mode=mode, ctx=ctx)
-                    per_query.append((time.perf_counter() - t0) * 1000)
-            per_query.sort()
-            latencies[mode] = {"p50_ms": round(statistics.median(per_query), 2),
-                               "p95_ms": round(per_query[int(0.95 * (len(per_query) - 1))], 2)}
+        latencies = warm_latency(store, ctx, [q["query"] for q in queries],
+                                 repeats=1 if quick else 3)
     return {"queries": len(queries), "by_variant": quality, "by_query_type": by_type,
             "misses": misses, "latency": latencies}
 
@@ -312,3 +301,23 @@ def run(out_dir: Path, quick: bool) -> dict:
         return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def warm_latency(store, ctx, texts: list[str], repeats: int = 3) -> dict:
+    """p50/p95 ms of `h3 recall`'s router per query, text and auto modes, after a warm-up
+    (the filings bench uses it too)."""
+    from resources.recall.router import recall
+
+    recall(store, texts[:3], k=5, mode="auto", ctx=ctx)  # warm
+    out = {}
+    for mode in ("text", "auto"):
+        per_query = []
+        for _ in range(repeats):
+            for text in texts:
+                t0 = time.perf_counter()
+                recall(store, [text], k=5, mode=mode, ctx=ctx)
+                per_query.append((time.perf_counter() - t0) * 1000)
+        per_query.sort()
+        out[mode] = {"p50_ms": round(statistics.median(per_query), 2),
+                     "p95_ms": round(per_query[int(0.95 * (len(per_query) - 1))], 2)}
+    return out
