@@ -239,3 +239,35 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
         from resources.store import open_store
 
         assert open_store().ok_doc_ids() == good_ids
+
+
+@pytest.mark.slow
+def test_dg_dev_in_the_repo_root_serves_the_h3_home_instance(tmp_path):
+    """`dg dev` typed in the repository root (no DAGSTER_HOME, no arguments): pyproject's
+    [tool.dg] names the same definitions as `dagster dev`, the code location loads without
+    error, and the instance is $H3_HOME's (runs and partitions shared with the CLI)."""
+    home = tmp_path / "h3"
+    port, log = _free_port(), tmp_path / "dg-dev.log"
+    env = {k: v for k, v in os.environ.items() if k != "DAGSTER_HOME"}
+    env.update(H3_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    dg = str(Path(sys.executable).with_name("dg"))
+    with open(log, "w") as out:
+        proc = subprocess.Popen([dg, "dev", "--host", "127.0.0.1", "--port", str(port)],
+                                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(f"{base}/server_info", proc, log, 240)
+        query = ("{ workspaceOrError { ... on Workspace { locationEntries { name "
+                 "locationOrLoadError { __typename ... on PythonError { message } } } } } }")
+        deadline, entries = time.monotonic() + 180, []
+        while time.monotonic() < deadline:  # the code server imports torch etc.: slow
+            entries = _graphql(base, query)["workspaceOrError"]["locationEntries"]
+            if entries and all(e["locationOrLoadError"] for e in entries):
+                break
+            time.sleep(2)
+        assert [e["name"] for e in entries] == [LOCATION]
+        assert entries[0]["locationOrLoadError"]["__typename"] == "RepositoryLocation", entries
+        assert (home / "dagster" / "history" / "runs.db").exists()  # H3_HOME's instance
+    finally:
+        _stop(proc)
