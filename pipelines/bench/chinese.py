@@ -12,9 +12,10 @@ the labelled kind: table, figure, formula). Reported:
 - scan_recall@5: the notice's questions, counted only when the scanned copy is in the top 5;
 - OCR character accuracy of the scan: 1 - edit distance / length, page text as written vs the
   OCR regions in reading order (whitespace removed on both sides);
-- everything with the shipped config, and the cross-lingual queries again with
-  `cold_storage.multilingual_embedding: all` (English chunks get e5 vectors too: the setting
-  that lets Chinese questions reach English documents densely), side by side.
+- everything with the shipped config (`cold_storage.multilingual_embedding: auto`: the corpus
+  holds Chinese, so the English documents' chunks get e5 vectors too, from the
+  `multilingual_vectors` run after ingestion), and the cross-lingual queries again with
+  `non_english` (e5 vectors for Chinese chunks only: English-only ingestion cost), side by side.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def _ingest(home: Path, corpus: Path) -> dict:
         t0 = time.perf_counter()
         report = ingest([str(corpus)])
         return {"ingest_s": round(time.perf_counter() - t0, 2), "documents_ok": report["ok"],
-                "documents_failed": report["failed"], "store": open_store()}
+                "documents_failed": report["failed"],
+                "multilingual_vectors": report.get("multilingual"), "store": open_store()}
 
 
 def _config_with(work: Path, **cold_storage) -> Path:
@@ -147,30 +149,27 @@ def run(out_dir: Path, quick: bool) -> dict:
                 "queries": len(queries), **shipped, "recall": evaluate(store, queries),
                 "ocr": ocr_accuracy(store, docs["notice_scan.pdf"]["doc_id"],
                                     PAGE_TEXT["notice_scan.pdf"])}
-        if not quick:  # the same corpus with e5 vectors for every chunk, side by side
+        if not quick:  # the same corpus with e5 vectors for Chinese chunks only, side by side
             old = os.environ.get("H3_CONFIG")
-            os.environ["H3_CONFIG"] = str(_config_with(work, multilingual_embedding="all"))
+            os.environ["H3_CONFIG"] = str(_config_with(work, multilingual_embedding="non_english"))
             try:
-                every = _ingest(work / "home_all", work / "corpus")
-                store_all = every.pop("store")
-                with h3_home_env(work / "home_all"):
+                chinese_only = _ingest(work / "home_non_english", work / "corpus")
+                store_zh = chinese_only.pop("store")
+                with h3_home_env(work / "home_non_english"):
                     cross = [q for q in queries if q["intent"].startswith("cross")]
-                    every["recall"] = evaluate(store_all, cross)
-                result["multilingual_embedding_all"] = every
+                    chinese_only["recall"] = evaluate(store_zh, cross)
+                result["multilingual_embedding_non_english"] = chinese_only
             finally:
                 if old is None:
                     os.environ.pop("H3_CONFIG", None)
                 else:
                     os.environ["H3_CONFIG"] = old
         per = result["recall"]["per_intent"]
-        cross_all = (result.get("multilingual_embedding_all", {}).get("recall", {})
-                     .get("per_intent", {}))
         result["targets"] = {
             "zh_recall_ge_0.9_per_intent": all(per[i]["recall@5"] >= 0.9
                                                for i in ("text", "structure", "relation")),
             "cross_en_zh_ge_0.8": per["cross_en_zh"]["recall@5"] >= 0.8,
-            "cross_zh_en_ge_0.8_with_all": (cross_all.get("cross_zh_en", {})
-                                            .get("recall@5", 0.0) >= 0.8),
+            "cross_zh_en_ge_0.8": per["cross_zh_en"]["recall@5"] >= 0.8,
             "ocr_char_accuracy_ge_0.95": result["ocr"]["char_accuracy"] >= 0.95}
         return result
     finally:

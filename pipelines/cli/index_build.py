@@ -95,6 +95,10 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     bar.close()
     report = _report(store, registrations, run_ids)
     report["paths_without_pdf"] = empty
+    if compress and report["ok"] > 0:
+        report["multilingual"] = multilingual_vectors(store, instance)
+        if report["multilingual"].get("run_id"):
+            report["run_ids"].append(report["multilingual"]["run_id"])
     if compress:
         # Only a stored document changes the corpus: new bytes that fail keep their file's last
         # good version (assets/store.py), and the same bad bytes failing again change nothing.
@@ -171,6 +175,28 @@ def _pages(store, doc_ids: list[str]) -> int:
     rows = store.rows("documents", f"doc_id IN ({', '.join(sql_str(d) for d in doc_ids)})",
                       ["pages", "status"])
     return sum(int(r.get("pages") or 0) for r in rows if r.get("status") == "ok")
+
+
+def multilingual_vectors(store, instance) -> dict:
+    """Runs the `multilingual_vectors` job when some stored chunk lacks the e5 vector the config
+    wants (assets/multilingual.py: English chunks once the corpus holds Chinese). An English-only
+    corpus under the default costs one row read and no run. Never raises for a failed run."""
+    from assets._multilingual import chunks_without_vectors
+    from pipelines.definitions import defs
+    from resources.models.multilingual import configured_mode
+
+    missing = chunks_without_vectors(store, configured_mode())
+    if not missing:
+        return {"status": "skipped", "reason": "no chunk needs an e5 vector", "run_id": None}
+    log(f"index-build: e5 vectors for {len(missing)} chunks (the corpus holds Chinese)")
+    result = defs.resolve_job_def("multilingual_vectors").execute_in_process(
+        run_config=QUIET, instance=instance, raise_on_error=False)
+    status = "ok" if result.success else "failed"
+    reason = None if result.success else next(
+        (ev.message for ev in result.all_events if ev.is_failure), "run failed")[:500]
+    if reason:
+        log(f"index-build: multilingual_vectors run {result.run_id} failed: {reason}")
+    return {"status": status, "reason": reason, "run_id": result.run_id}
 
 
 def compress_corpus(store, instance, changed: bool) -> dict:
@@ -264,6 +290,10 @@ def run(args: argparse.Namespace) -> int:
              for d in report["documents"]]
     lines.append(f"ok {report['ok']}, failed {report['failed']}, unchanged {report['unchanged']}"
                  f" in {report['seconds']} s; Dagster runs: {', '.join(report['run_ids']) or '-'}")
+    ml = report.get("multilingual")
+    if ml and ml["status"] != "skipped":
+        lines.append(f"multilingual_vectors: {ml['status']}"
+                     + (f" ({ml['reason']})" if ml["reason"] else ""))
     comp = report.get("compress")
     if comp:
         lines.append(f"compress_corpus: {comp['status']}"

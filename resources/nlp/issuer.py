@@ -52,6 +52,8 @@ _TICKER_LINE = re.compile(r"^[A-Z]{1,5}(?:\.[A-Z])?$")
 _NOT_TICKER = {"NYSE", "NONE", "N/A", "NA", "OR", "LLC", "INC", "USA", "CA", "NY", "DC", "II",
                "III", "IV"}
 _MINOR_WORDS = {"and", "of", "the", "for", "&", "de", "du", "la"}
+_DETERMINERS = {"a", "an", "this", "that", "our", "its", "their", "each", "any", "such", "every",
+                "parent", "holding", "new", "former"}
 
 
 @dataclass(frozen=True)
@@ -144,12 +146,21 @@ def _registrant_name(lines: list[str]) -> str:
     return ""
 
 
+def _names_someone(name: str) -> bool:
+    """Whether a suffixed name has a name before its suffix: "The company took delivery..." or
+    "This Corporation" match the pattern but name no one (the word before the suffix must be a
+    capitalised word other than an article or determiner)."""
+    core = _SUFFIX_END.sub("", name).strip(" ,")
+    words = [w for w in core.split() if w.lower() not in _MINOR_WORDS | _DETERMINERS]
+    return bool(words) and (words[0][:1].isupper() or words[0][:1].isdigit())
+
+
 def _suffixed_name(lines: list[str]) -> str:
     """The first company name with a legal suffix in the first lines (a cover or a headline)."""
     for line in lines[:60]:
         if _NOT_A_NAME.search(line) or len(line) > 160:
             continue
-        m = _NAME_IN_LINE.search(line)
+        m = next((m for m in _NAME_IN_LINE.finditer(line) if _names_someone(m.group(1))), None)
         if m:
             name = m.group(1)
             # a headline: "Acme Corp. Reports ..." -> "Acme Corp."
@@ -163,7 +174,8 @@ def _metadata_name(metadata: dict) -> str:
         m = re.search(r"\bfor\s+(.+?)\s+filed\b", value, re.IGNORECASE)
         if m:
             return m.group(1)
-        if not _NOT_A_NAME.search(value) and (m := _NAME_IN_LINE.search(value)):
+        if not _NOT_A_NAME.search(value) and (m := _NAME_IN_LINE.search(value)) \
+                and _names_someone(m.group(1)):
             return m.group(1)
     return ""
 

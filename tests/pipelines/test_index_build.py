@@ -101,6 +101,9 @@ def test_bad_inputs_fail_alone_rerun_is_idempotent_and_changes_replace(h3_home, 
     assert "empty file" in by_source[str(bad["empty"])]["reason"]
     assert (first["ok"], first["failed"]) == (1, 4)
     assert first["compress"]["status"] == "skipped"  # one document: too small to compress
+    # English only under the shipped `multilingual_embedding: auto`: no e5 run, no e5 vectors
+    assert first["multilingual"]["status"] == "skipped"
+    assert open_store().count_rows("chunks_ml") == 0
     assert main(["index-build", "--path", str(corpus), "--json"]) == 1  # some failed: exit 1
 
     store = open_store()

@@ -69,3 +69,12 @@ def test_a_current_report_on_results_takes_the_company_quarter():
     p = profile_document([cover])
     assert (p.issuer, p.form_type, p.fiscal_period) == ("Contoso Software Corporation", "8-K",
                                                         "Q4 2025")
+
+
+def test_the_company_in_prose_is_not_an_issuer():
+    """"The company took delivery..." matches name + legal suffix but names no one: a news brief
+    without a named issuer gets none (and no alias "The" that would route every question)."""
+    prose = ("Harbor Line Shipping reports a record year\nThe company took delivery of six "
+             "vessels. Our Company grew.")
+    assert profile_document([prose]).issuer == ""
+    assert profile_document(["Acme Corp. said. The company grew."]).issuer == "Acme Corp."
