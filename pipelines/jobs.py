@@ -28,7 +28,7 @@ ingest_job = define_asset_job(
 
 # Corpus-level: e5 vectors for English chunks once the corpus holds Chinese (assets/multilingual.py).
 multilingual_job = define_asset_job(
-    "multilingual_vectors",
+    "embed_multilingual",  # not the asset's name: a job and an op may not share one
     selection=AssetSelection.assets("multilingual_vectors"),
     description="multilingual-e5 vectors for the chunks ingestion left without one, when "
                 "cold_storage.multilingual_embedding wants them (auto: the corpus holds Chinese).",

@@ -14,7 +14,7 @@ the labelled kind: table, figure, formula). Reported:
   OCR regions in reading order (whitespace removed on both sides);
 - everything with the shipped config (`cold_storage.multilingual_embedding: auto`: the corpus
   holds Chinese, so the English documents' chunks get e5 vectors too, from the
-  `multilingual_vectors` run after ingestion), and the cross-lingual queries again with
+  `embed_multilingual` run after ingestion), and the cross-lingual queries again with
   `non_english` (e5 vectors for Chinese chunks only: English-only ingestion cost), side by side.
 """
 

@@ -178,7 +178,7 @@ def _pages(store, doc_ids: list[str]) -> int:
 
 
 def multilingual_vectors(store, instance) -> dict:
-    """Runs the `multilingual_vectors` job when some stored chunk lacks the e5 vector the config
+    """Runs the `embed_multilingual` job (asset `multilingual_vectors`) when some stored chunk lacks the e5 vector the config
     wants (assets/multilingual.py: English chunks once the corpus holds Chinese). An English-only
     corpus under the default costs one row read and no run. Never raises for a failed run."""
     from assets._multilingual import chunks_without_vectors
@@ -189,13 +189,13 @@ def multilingual_vectors(store, instance) -> dict:
     if not missing:
         return {"status": "skipped", "reason": "no chunk needs an e5 vector", "run_id": None}
     log(f"index-build: e5 vectors for {len(missing)} chunks (the corpus holds Chinese)")
-    result = defs.resolve_job_def("multilingual_vectors").execute_in_process(
+    result = defs.resolve_job_def("embed_multilingual").execute_in_process(
         run_config=QUIET, instance=instance, raise_on_error=False)
     status = "ok" if result.success else "failed"
     reason = None if result.success else next(
         (ev.message for ev in result.all_events if ev.is_failure), "run failed")[:500]
     if reason:
-        log(f"index-build: multilingual_vectors run {result.run_id} failed: {reason}")
+        log(f"index-build: embed_multilingual run {result.run_id} failed: {reason}")
     return {"status": status, "reason": reason, "run_id": result.run_id}
 
 
