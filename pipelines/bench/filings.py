@@ -24,6 +24,7 @@ Reported, side by side in one run:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -137,18 +138,12 @@ def _text_hits(ctx, query: str, k: int, legacy: bool, variant: str | None = None
 
     if not legacy:
         return [h.to_json() for h in text_recall(ctx, query, k, variant or DEFAULT_VARIANT)]
-    saved = ctx.pages_total, dict(ctx.cache)
-    ctx.pages_total = 0  # below k: no page merging
     from resources.recall.documents import Routing
 
-    ctx.cache[("_route", query)] = Routing(None)
-    ctx.cache["_no_statement_boost"] = True
-    try:
-        return [h.to_json() for h in text_recall(ctx, query, k)]
-    finally:
-        ctx.pages_total = saved[0]
-        ctx.cache.clear()
-        ctx.cache.update(saved[1])
+    # below k pages: no page merging; no routing; no statement pages
+    legacy_ctx = dataclasses.replace(ctx, pages_total=0, statement_pages=False,
+                                     cache={("_route", query): Routing(None)})
+    return [h.to_json() for h in text_recall(legacy_ctx, query, k)]
 
 
 def evaluate_pages(ctx, questions: list[dict], k: int = 5) -> dict:

@@ -219,6 +219,25 @@ def route(ctx: RecallContext, query: str) -> Routing:
     return result
 
 
+_ALSO_KNOWN = re.compile(r"\s*\((?:formerly|previously|also|now)\s+(?:known\s+as|called)\s+"
+                         r"[^)]*\)", re.IGNORECASE)
+
+
+def within_named_documents(query: str, routing: Routing) -> str:
+    """The query as it reads inside the documents it is routed to by company: the company's
+    forms (and "(formerly known as ...)") taken out. Every chunk there is about that company,
+    so its name only adds a common word to the full-text query and the word overlap."""
+    if routing.by not in ("company", "company+period") or not routing.named:
+        return query
+    out = _ALSO_KNOWN.sub("", query)
+    for form in sorted(routing.named, key=len, reverse=True):
+        flags = 0 if re.fullmatch(r"[A-Z0-9&.]{1,5}", form) else re.IGNORECASE
+        out = re.sub(r"(?<![\w&])" + re.escape(form) + r"(?:'s|’s)?(?![\w&])", " ", out,
+                     flags=flags)
+    out = " ".join(out.split())
+    return out if out.strip(" ?.!") else query
+
+
 def documents_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
     """`--mode documents`: the documents ranked for the query, one hit each (page 1, the cover),
     text = issuer, form and period."""
