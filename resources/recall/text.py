@@ -78,11 +78,21 @@ def document_chunks(ctx: RecallContext, doc_id: str) -> tuple[list[dict], np.nda
     return ctx.cache[key]
 
 
+def _seen_before(ctx: RecallContext, doc_ids: list[str]) -> bool:
+    """Whether every routed document was searched before in this context: a one-off query
+    (`h3 recall` from the shell) is cheaper as one store search than as a document load."""
+    touches = ctx.cache.setdefault("_doc_touches", {})
+    seen = all(touches.get(d, 0) or ("_doc_chunks", d) in ctx.cache for d in doc_ids)
+    for d in doc_ids:
+        touches[d] = touches.get(d, 0) + 1
+    return seen
+
+
 def dense(ctx: RecallContext, query: str, n: int, where: str | None = None,
           doc_ids: list[str] | None = None) -> list[dict]:
     """The n chunks nearest the query by cosine (within `where`; `doc_ids`, when given, are
     the same documents, few enough to score in memory)."""
-    if doc_ids is not None and len(doc_ids) <= IN_MEMORY_DOCS:
+    if doc_ids is not None and len(doc_ids) <= IN_MEMORY_DOCS and _seen_before(ctx, doc_ids):
         parts = [document_chunks(ctx, d) for d in doc_ids]
         rows = [r for part, _ in parts for r in part]
         if not rows:

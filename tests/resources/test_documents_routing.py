@@ -131,5 +131,7 @@ def test_routed_dense_search_in_memory_matches_the_stores(tmp_path):
     ctx.embed = lambda texts: vectors[[0]]  # the query is chunk 0's vector
     where = "doc_id IN ('d1', 'd2')"
     in_store = [r["chunk_id"] for r in dense(ctx, "q", 8, where)]
+    dense(ctx, "q", 8, where, ["d1", "d2"])  # first search: from the store
     in_memory = [r["chunk_id"] for r in dense(ctx, "q", 8, where, ["d1", "d2"])]
+    assert ("_doc_chunks", "d1") in ctx.cache  # the second: in memory
     assert in_memory == in_store and in_memory[0] == "d1:c0"
