@@ -44,13 +44,16 @@ def document_units(store: ColdStore, doc_id: str) -> list[TextUnit]:
 
 
 def role_units(store: ColdStore, doc_id: str) -> list[RoleUnit]:
-    """Text and table regions in reading order, lines kept: officer lists, executive tables and
-    signature blocks (resources/nlp/roles.py)."""
+    """Text, table and figure regions in reading order, lines kept: officer lists, executive
+    tables and signature blocks (resources/nlp/roles.py). Figures too: the layout model takes
+    a signature page's two-column block for a picture, and its text layer still says who
+    signed."""
     rows = store.rows("regions", f"doc_id = {sql_str(doc_id)}",
                       ["page", "order", "kind", "bbox", "text"])
     rows.sort(key=lambda r: (r["page"], r["order"]))
     return [RoleUnit(doc_id, int(r["page"]), tuple(float(v) for v in r["bbox"]), r["text"])
-            for r in rows if r["kind"] in TEXT_KINDS + ("table",) and (r["text"] or "").strip()]
+            for r in rows if r["kind"] in TEXT_KINDS + ("table", "figure")
+            and (r["text"] or "").strip()]
 
 
 def document_profile(store: ColdStore, doc_id: str) -> DocumentProfile:

@@ -61,8 +61,12 @@ _PAST = re.compile(r"^\s*[,(]?\s*(?:from\s+)?(?:19|20)\d{2}\s*(?:[-–—]|to)\s
                    r"^\s*(?:from|until)\s+(?:[A-Z][a-z]+\s+)?(?:19|20)\d{2}")
 _PAST_BEFORE = re.compile(r"\b(?:former|formerly|retired|previously|prior|past|ex-)\s*$",
                           re.IGNORECASE)
+# an organisation named after a title, on the title's line (the next line starts another entry)
 _OTHER_ORG = re.compile(r"^[ \t]*(?:,[ \t]*|[ \t]+)(?:of|at|for)?[ \t]*(?P<org>(?:The\s+)?[A-Z][\w&.'’-]*"
-                        r"(?:\s+(?:&\s+)?[A-Z][\w&.'’-]*){0,5})")
+                        r"(?:[ \t]+(?:&[ \t]+)?[A-Z][\w&.'’-]*){0,5})")
+# empty table cells ("| Jane Doe |  | 59 |  | Chief Executive Officer |": spacer columns of a
+# filing's executive table) read as one separator
+_EMPTY_CELLS = re.compile(r"\|(?:[ \t]*\|)+")
 _ROLES = (("ceo_of", re.compile(r"\bchief\s+executive(?:\s+officer)?\b|\bCEO\b", re.IGNORECASE)),
           ("cfo_of", re.compile(r"\bchief\s+financial\s+officer\b|\bCFO\b", re.IGNORECASE)),
           ("chair_of", re.compile(r"(?<!vice\s)(?<!vice-)\bchair(?:man|woman|person)?\b",
@@ -165,11 +169,12 @@ def extract_roles(units: Iterable[RoleUnit], issuer: str, aliases: Iterable[str]
     for page in by_page.values():
         # the page's regions in reading order, one text: lists and signature blocks put a name
         # and its title in separate blocks
+        texts = [_EMPTY_CELLS.sub("|", u.text) for u in page]
         starts, pos = [], 0
-        for u in page:
+        for t in texts:
             starts.append(pos)
-            pos += len(u.text) + 1
-        text = "\n".join(u.text for u in page).replace("\xa0", " ")
+            pos += len(t) + 1
+        text = "\n".join(texts).replace("\xa0", " ")
         for pattern, rule in ((_LISTED, "roles:listed"), (_SIGNED, "roles:signed"),
                               (_SAID_BEFORE, "roles:said"), (_SAID_AFTER, "roles:said"),
                               (_APPOINTED, "roles:appointed"), (_APPOINTS, "roles:appointed")):

@@ -164,6 +164,8 @@ def doc_index_scores(ctx: RecallContext, query: str) -> dict[str, float]:
     from resources.semantic.doc_index import query_vector
 
     index, doc_ids, _, _ = ctx.cache["_doc_index"]
+    if index is None:
+        return {}
     scores, rows = index.search(query_vector(summary).reshape(1, -1), len(doc_ids))
     return {doc_ids[r]: float(s) for s, r in zip(scores[0], rows[0], strict=True)
             if r >= 0 and doc_ids[r] in ctx.ok_doc_ids}
@@ -177,9 +179,11 @@ def _load_doc_index():
         from resources.semantic.doc_index import load_index
         from resources.semantic.pca import PcaModel
 
-        if not (index_path().exists() and pca_path().exists() and pooler_path().exists()):
+        if not (pca_path().exists() and pooler_path().exists()):
             return None
-        index, doc_ids = load_index(index_path())
+        # the summaries serve the rerank even when the index is missing (its build stops when
+        # the pooler's topic-separation check fails)
+        index, doc_ids = load_index(index_path()) if index_path().exists() else (None, [])
         return index, doc_ids, PcaModel.load(pca_path()), load_pooler()[0]
     except Exception:  # a half-written or stale index: route without it
         return None
@@ -217,6 +221,25 @@ def route(ctx: RecallContext, query: str) -> Routing:
         result = Routing(None, {}, "all", note)
     ctx.cache[cache_key] = result
     return result
+
+
+_ALSO_KNOWN = re.compile(r"\s*\((?:formerly|previously|also|now)\s+(?:known\s+as|called)\s+"
+                         r"[^)]*\)", re.IGNORECASE)
+
+
+def within_named_documents(query: str, routing: Routing) -> str:
+    """The query as it reads inside the documents it is routed to by company: the company's
+    forms (and "(formerly known as ...)") taken out. Every chunk there is about that company,
+    so its name only adds a common word to the full-text query and the word overlap."""
+    if routing.by not in ("company", "company+period") or not routing.named:
+        return query
+    out = _ALSO_KNOWN.sub("", query)
+    for form in sorted(routing.named, key=len, reverse=True):
+        flags = 0 if re.fullmatch(r"[A-Z0-9&.]{1,5}", form) else re.IGNORECASE
+        out = re.sub(r"(?<![\w&])" + re.escape(form) + r"(?:'s|’s)?(?![\w&])", " ", out,
+                     flags=flags)
+    out = " ".join(out.split())
+    return out if out.strip(" ?.!") else query
 
 
 def documents_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:

@@ -58,7 +58,9 @@ def gazetteer(store: ColdStore) -> dict[str, list[str]]:
 
 def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
     """Edges touching the entities the query names, best first (see the module docstring)."""
-    ids = query_entities(query, gazetteer(ctx.store))
+    if "_gazetteer" not in ctx.cache:  # one check of the graph's version per context
+        ctx.cache["_gazetteer"] = gazetteer(ctx.store)
+    ids = query_entities(query, ctx.cache["_gazetteer"])
     named_in_graph = bool(ids)
     asked = detect_relations(query)
     issuer_docs: list[str] = []

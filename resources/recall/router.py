@@ -37,6 +37,10 @@ class RecallContext:
     embed: Callable[[Sequence[str]], np.ndarray]  # texts -> (N, 384) unit vectors
     cache: dict = field(default_factory=dict)  # per-query scratch (e.g. the query vector)
     pages_total: int = 0  # pages of the ok documents: below k, a page may fill several slots
+    # Financial-statement pages ranked up for questions that ask for a statement or one of its
+    # metrics (resources/recall/statements.py); off: text recall as before issue 11 (the
+    # filings bench's baseline row)
+    statement_pages: bool = True
 
     def query_vector(self, query: str) -> np.ndarray:
         if query not in self.cache:

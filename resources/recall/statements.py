@@ -6,9 +6,16 @@ statements, each under a title of a few fixed forms: the statement of cash flows
 sheet (statement of financial position) and the income statement (statement of operations /
 income / earnings). A question names one ("using the cash flow statement") or asks for a metric
 one of them reports (capital expenditure -> cash flows; PP&E, working capital, debt -> balance
-sheet; revenue, margins -> income). Text recall then adds the chunks of the pages where a chunk
-opens with that statement's title to its pool and ranks them higher. A page whose chunks open
-with every statement's title (the table of contents, "Index to Financial Statements") is none.
+sheet; revenue, margins, tax rate -> income). Text recall then adds the chunks of that
+statement's pages to its pool and ranks them higher.
+
+A page is a statement's page when it reports the statement's line items, each followed by a
+figure ("Total current assets 12,345", "| Net cash provided by operating activities | 381 |"):
+at least MIN_LINE_ITEMS distinct ones, and more than of any other statement. Titles alone are
+not enough: the title often sits in a running header the layout drops, while prose pages (the
+auditor's opinion, notes) name "the consolidated balance sheets" without being one. A chunk
+that opens with the title still counts, with fewer line items (a statement split over pages).
+A page whose chunks open with every statement's title (the table of contents) is none.
 """
 
 from __future__ import annotations
@@ -44,8 +51,52 @@ STATEMENTS: dict[str, tuple[re.Pattern, re.Pattern, re.Pattern]] = {
         re.compile(r"\brevenues?\b|\bnet\s+sales\b|gross\s+(?:margin|profit)|operating\s+"
                    r"(?:margin|income|profit)|net\s+(?:income|margin|earnings|loss)|cost\s+of\s+"
                    r"(?:goods|sales|revenues?)|\bcogs\b|\beps\b|earnings\s+per\s+share|"
-                   r"\bebitda?\b|days\s+payable", re.IGNORECASE)),
+                   r"\bebitda?\b|days\s+payable|income\s+tax|tax\s+rate", re.IGNORECASE)),
 }
+# statement -> the line items it reports (lower case, spaces normalised); a page counts one when
+# a figure follows it closely (LINE_ITEM_FIGURE), as in a table row, not in prose
+LINE_ITEMS: dict[str, tuple[str, ...]] = {
+    "cash_flows": (
+        r"(?:provided|used|generated)\s+(?:by|in|from)\s+(?:\(used\s+in\)\s+)?operating\s+"
+        r"activities|operating\s+activities",
+        r"investing\s+activities", r"financing\s+activities",
+        r"depreciation(?:\s+and\s+amortization)?",
+        r"(?:stock|share)[-\s]based\s+compensation(?:\s+expense)?",
+        r"(?:purchases?\s+of|additions\s+to|payments\s+for|capital\s+expenditures?)[^|\d]{0,40}",
+        r"net\s+(?:increase|decrease|change)[^|\d]{0,30}cash[^|\d]{0,40}",
+        r"(?:beginning|end)\s+of\s+(?:the\s+)?(?:year|period)",
+        r"(?:proceeds\s+from|repayments?\s+of)[^|\d]{0,50}",
+        r"deferred\s+(?:income\s+)?taxes"),
+    "balance_sheet": (
+        r"total\s+current\s+assets", r"total\s+assets", r"total\s+current\s+liabilities",
+        r"total\s+liabilities(?!\s+and)", r"total\s+liabilities\s+and\s+(?:stockholders|"
+        r"shareholders)['’]?\s+equity|total\s+liabilities\s+and\s+equity",
+        r"total\s+(?:stockholders|shareholders)['’]?\s+equity|total\s+equity",
+        r"retained\s+earnings|accumulated\s+deficit",
+        r"goodwill", r"accounts\s+receivable[^|\d]{0,30}", r"accounts\s+payable",
+        r"property(?:,)?\s+(?:plant\s+)?and\s+equipment[^|\d]{0,30}",
+        r"inventor(?:y|ies)", r"additional\s+paid[-\s]in\s+capital"),
+    "income": (
+        r"(?:total\s+)?(?:net\s+)?(?:revenues?|sales)(?:\s+of\s+(?:products|services))?",
+        r"cost\s+of\s+(?:revenues?|sales|products|goods\s+sold|services)",
+        r"gross\s+(?:profit|margin)",
+        r"(?:operating\s+(?:income|loss|profit)|(?:income|loss|earnings)\s+(?:\(loss\)\s+)?"
+        r"from\s+operations|total\s+operating\s+expenses|total\s+costs\s+and\s+expenses)",
+        r"(?:income|loss|earnings)\s+(?:\(loss\)\s+)?before\s+(?:provision\s+for\s+)?"
+        r"income\s+taxes",
+        r"(?:provision\s+for|benefit\s+from|\(provision\)\s+benefit\s+for)\s+income\s+taxes|"
+        r"income\s+tax\s+(?:expense|provision|benefit)",
+        r"net\s+(?:income|loss|earnings)(?:\s+\(loss\))?(?:\s+attributable[^|\d]{0,40})?",
+        r"(?:basic|diluted)(?:\s+(?:net\s+)?(?:earnings|income|loss)(?:\s+\(loss\))?\s+per"
+        r"\s+(?:common\s+)?share)?",
+        r"interest\s+(?:expense|income)(?:,\s+net)?", r"research\s+and\s+development"),
+}
+# a figure within a few non-letter characters after the item: "| 1,234 |", "$ (56)", "12.5"
+LINE_ITEM_FIGURE = r"[^a-z0-9]{0,12}\(?\$?\s*\(?\d[\d,]*(?:\.\d+)?"
+_LINE_ITEMS = {s: [re.compile(r"(?<![a-z])(?:" + item + ")" + LINE_ITEM_FIGURE)
+                   for item in items] for s, items in LINE_ITEMS.items()}
+MIN_LINE_ITEMS = 4  # distinct line items with figures that make a page a statement's
+MIN_LINE_ITEMS_TITLED = 2  # ... when one of its chunks opens with the statement's title
 TITLE_WINDOW = 160  # a statement's title sits in the first characters of a chunk
 BOOST_NAMED = 0.35  # the question names the statement
 BOOST_METRIC = 0.25  # the question asks for a metric the statement reports
@@ -60,30 +111,52 @@ def asked_statements(query: str) -> dict[str, float]:
     return {s: BOOST_METRIC for s, (_, _, metric) in STATEMENTS.items() if metric.search(query)}
 
 
-def statement_pages(ctx: RecallContext, doc_id: str) -> dict[str, set[int]]:
-    """statement -> pages of `doc_id` that open with its title (cached per context)."""
+def line_items(text: str) -> dict[str, int]:
+    """statement -> how many of its distinct line items the text reports with a figure."""
+    flat = " ".join(text.lower().split())
+    return {s: sum(bool(p.search(flat)) for p in patterns) for s, patterns in _LINE_ITEMS.items()}
+
+
+def classify_page(texts: list[str]) -> dict[str, int]:
+    """statement -> line items reported, for the statements a page (its chunks' texts) is a
+    page of (module docstring)."""
+    titled = set()
+    for text in texts:  # a statement's title opens a chunk of its page (tables may come first)
+        head = re.sub(r"\s+", "", (text or "").lower())[:TITLE_WINDOW]
+        titled |= {s for s, (title, _, _) in STATEMENTS.items() if title.search(head)}
+    if len(titled) == len(STATEMENTS):  # a page naming all three is an index of them
+        return {}
+    counts = line_items("\n".join(t or "" for t in texts))
+    best = max(counts.values())
+    return {s: n for s, n in counts.items()
+            if n == best and n >= (MIN_LINE_ITEMS_TITLED if s in titled else MIN_LINE_ITEMS)}
+
+
+def statement_pages(ctx: RecallContext, doc_id: str) -> dict[str, dict[int, float]]:
+    """statement -> {page: strength} for the pages of `doc_id` that are that statement's; the
+    strength (0, 1] is the page's line items relative to the document's fullest page of that
+    statement: the statement itself over a summary table that repeats a few of its lines
+    (cached per context)."""
     key = ("_statement_pages", doc_id)
     if key in ctx.cache:
         return ctx.cache[key]
-    rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["page", "text"])
-    kinds: dict[int, set[str]] = {}
-    for r in rows:  # a statement's title opens a chunk of its page (tables may come first)
-        head = re.sub(r"\s+", "", (r["text"] or "").lower())[:TITLE_WINDOW]
-        found = {s for s, (title, _, _) in STATEMENTS.items() if title.search(head)}
-        if found:
-            kinds.setdefault(int(r["page"]), set()).update(found)
-    pages: dict[str, set[int]] = {s: set() for s in STATEMENTS}
-    for page, found in kinds.items():
-        if len(found) < len(STATEMENTS):  # a page naming all three is an index of them
-            for statement in found:
-                pages[statement].add(page)
+    texts: dict[int, list[str]] = {}
+    for r in ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["page", "text"]):
+        texts.setdefault(int(r["page"]), []).append(r["text"] or "")
+    counts: dict[str, dict[int, int]] = {s: {} for s in STATEMENTS}
+    for page, page_texts in texts.items():
+        for statement, n in classify_page(page_texts).items():
+            counts[statement][page] = n
+    pages = {s: {p: n / max(found.values()) for p, n in found.items()}
+             for s, found in counts.items()}
     ctx.cache[key] = pages
     return pages
 
 
 def boosts(ctx: RecallContext, query: str, doc_ids: list[str] | set[str]
            ) -> dict[tuple[str, int], float]:
-    """(doc_id, page) -> score boost of the statement pages the query asks for."""
+    """(doc_id, page) -> score boost of the statement pages the query asks for: the asked
+    weight, half of it for a page with few of the statement's lines."""
     asked = asked_statements(query)
     if not asked:
         return {}
@@ -91,6 +164,7 @@ def boosts(ctx: RecallContext, query: str, doc_ids: list[str] | set[str]
     for doc_id in doc_ids:
         for statement, pages in statement_pages(ctx, doc_id).items():
             if statement in asked:
-                for page in pages:
-                    out[(doc_id, page)] = max(out.get((doc_id, page), 0.0), asked[statement])
+                for page, strength in pages.items():
+                    boost = asked[statement] * (0.5 + 0.5 * strength)
+                    out[(doc_id, page)] = max(out.get((doc_id, page), 0.0), boost)
     return out

@@ -9,6 +9,7 @@ import numpy as np
 
 from ontology.document import Hit
 from resources.recall import multilingual
+from resources.recall.documents import route, within_named_documents
 from resources.recall.router import RecallContext, merge_pages, register_intent
 from resources.store.base import sql_str
 from resources.text_lang import fts_form, han_bigrams, has_han
@@ -33,14 +34,28 @@ def _stem(term: str) -> str:
     return term if term[0].isdigit() else term[:5]  # crude, cheap, language-agnostic-ish
 
 
-def coverage(query_terms: list[str], text: str) -> float:
-    """Share of the query's content terms (prefix-stemmed) that occur in the text."""
+def coverage(query_terms: list[str], text: str, have: set[str] | None = None) -> float:
+    """Share of the query's content terms (prefix-stemmed) that occur in the text (`have`: its
+    stems, when already known)."""
     if not query_terms:
         return 0.0
-    have = {_stem(t) for t in terms(text)}
+    have = have if have is not None else stems(text)
     # Han bigrams (from `query_terms_all`) have no stem: they are looked up in the text itself
     return sum((t in text) if has_han(t) else (_stem(t) in have)
                for t in query_terms) / len(query_terms)
+
+
+def stems(text: str) -> set[str]:
+    return {_stem(t) for t in terms(text)}
+
+
+def chunk_stems(ctx: RecallContext, row: dict) -> set[str]:
+    """The stems of a chunk's text, computed once per context (the warm path's largest cost)."""
+    cache = ctx.cache.setdefault("_chunk_stems", {})
+    key = row["chunk_id"]
+    if key not in cache:
+        cache[key] = stems(row["text"] or "")
+    return cache[key]
 
 
 def query_terms_all(query: str) -> list[str]:
@@ -48,7 +63,43 @@ def query_terms_all(query: str) -> list[str]:
     return terms(query) + (han_bigrams(query) if has_han(query) else [])
 
 
-def dense(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[dict]:
+IN_MEMORY_DOCS = 4  # a query routed to this many documents or fewer: scored in memory
+
+
+def document_chunks(ctx: RecallContext, doc_id: str) -> tuple[list[dict], np.ndarray]:
+    """A document's chunk rows and their (N, 384) vectors, read once per context: a query
+    routed to a few documents is scored against them in memory, exactly, without a store
+    query (the warm path of `h3 recall`)."""
+    key = ("_doc_chunks", doc_id)
+    if key not in ctx.cache:
+        rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", COLUMNS)
+        vectors = np.asarray([r["vector"] for r in rows], np.float32)  # (N, 384)
+        ctx.cache[key] = (rows, vectors.reshape(len(rows), -1))
+    return ctx.cache[key]
+
+
+def _seen_before(ctx: RecallContext, doc_ids: list[str]) -> bool:
+    """Whether every routed document was searched before in this context: a one-off query
+    (`h3 recall` from the shell) is cheaper as one store search than as a document load."""
+    touches = ctx.cache.setdefault("_doc_touches", {})
+    seen = all(touches.get(d, 0) or ("_doc_chunks", d) in ctx.cache for d in doc_ids)
+    for d in doc_ids:
+        touches[d] = touches.get(d, 0) + 1
+    return seen
+
+
+def dense(ctx: RecallContext, query: str, n: int, where: str | None = None,
+          doc_ids: list[str] | None = None) -> list[dict]:
+    """The n chunks nearest the query by cosine (within `where`; `doc_ids`, when given, are
+    the same documents, few enough to score in memory)."""
+    if doc_ids is not None and len(doc_ids) <= IN_MEMORY_DOCS and _seen_before(ctx, doc_ids):
+        parts = [document_chunks(ctx, d) for d in doc_ids]
+        rows = [r for part, _ in parts for r in part]
+        if not rows:
+            return []
+        cos = np.concatenate([v for part, v in parts if part]) @ ctx.query_vector(query)  # (N,)
+        top = np.argsort(-cos, kind="stable")[:n]
+        return [{**rows[i], "_distance": 1.0 - float(cos[i])} for i in top]
     return ctx.store.vector_search("chunks", ctx.query_vector(query), n, where=where,
                                    columns=COLUMNS)
 
@@ -62,17 +113,17 @@ def fulltext(ctx: RecallContext, query: str, n: int, where: str | None = None) -
 
 def routed_filter(ctx: RecallContext, query: str) -> str | None:
     """The chunk filter of the documents the query is routed to (None: all documents)."""
-    from resources.recall.documents import route
 
     doc_ids = route(ctx, query).doc_ids
     return None if doc_ids is None else f"doc_id IN ({', '.join(map(sql_str, doc_ids))})"
 
 
-def _dense_lists(ctx: RecallContext, query: str, n: int,
-                 where: str | None = None) -> list[list[dict]]:
+def _dense_lists(ctx: RecallContext, query: str, n: int, where: str | None = None,
+                 doc_ids: list[str] | None = None) -> list[list[dict]]:
     """The dense ranked lists of a store with multilingual vectors: SBERT's (not for a Chinese
     query) and e5's (resources/recall/multilingual.py)."""
-    lists = [dense(ctx, query, n, where)] if multilingual.sbert_understands(query) else []
+    lists = ([dense(ctx, query, n, where, doc_ids)] if multilingual.sbert_understands(query)
+             else [])
     return lists + multilingual.dense(ctx, query, n, where)
 
 
@@ -107,10 +158,10 @@ def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dic
 
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
            bm25: dict[str, float], summary: dict[str, float] | None = None,
-           k: int | None = None) -> list[tuple[dict, float]]:
+           k: int | None = None, words: str | None = None) -> list[tuple[dict, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
-    content words the chunk contains."""
+    content words (of `words`, default the query) the chunk contains."""
     if not fused:
         return []
     if multilingual.available(ctx):  # each chunk compared through the model that embedded it
@@ -120,10 +171,10 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
         vecs = np.asarray([row["vector"] for row, _ in fused], dtype=np.float32)  # (P, 384)
         cos = vecs @ q  # (P,)
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
-    q_terms = query_terms_all(query)
+    q_terms = query_terms_all(words or query)
     scored = []
     for (row, _), c in zip(fused, cos, strict=True):
-        s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"])
+        s = (0.55 * float(c) + 0.25 * coverage(q_terms, row["text"], chunk_stems(ctx, row))
              + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25
              + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
@@ -138,10 +189,9 @@ def statement_boosts(ctx: RecallContext, query: str, where: str | None
                      ) -> dict[tuple[str, int], float]:
     """(doc_id, page) -> boost of the financial-statement pages the query asks for, in the
     documents it is routed to (resources/recall/statements.py)."""
-    from resources.recall.documents import route
     from resources.recall.statements import boosts
 
-    if ctx.cache.get("_no_statement_boost"):  # the filings bench's before-issue-11 variant
+    if not ctx.statement_pages:
         return {}
     doc_ids = route(ctx, query).doc_ids if where else None
     return boosts(ctx, query, doc_ids if doc_ids is not None else sorted(ctx.ok_doc_ids))
@@ -155,10 +205,26 @@ def statement_rows(ctx: RecallContext, boost: dict[tuple[str, int], float],
         by_doc.setdefault(doc_id, set()).add(page)
     out = []
     for doc_id, pages in by_doc.items():
-        rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)} AND page IN "
-                                        f"({', '.join(str(p) for p in sorted(pages))})", COLUMNS)
-        out += [(r, 0.0) for r in rows if r["chunk_id"] not in have]
+        rows, _ = document_chunks(ctx, doc_id)
+        out += [(r, 0.0) for r in rows if int(r["page"]) in pages and r["chunk_id"] not in have]
     return out
+
+
+PAGE_SUPPORT = 0.3
+
+
+def page_support(ranked: list[tuple[dict, float]]) -> list[tuple[dict, float]]:
+    """Adds to each chunk's score PAGE_SUPPORT x the score of the next-best chunk of its page:
+    a page where two passages answer (a note's paragraphs, a statement's table rows) is
+    a likelier answer page than one with a single passage of the same score."""
+    by_page: dict[tuple[str, int], list[float]] = {}
+    for row, score in ranked:
+        by_page.setdefault((row["doc_id"], int(row["page"])), []).append(score)
+    second = {key: sorted(scores, reverse=True)[1] if len(scores) > 1 else 0.0
+              for key, scores in by_page.items()}
+    return sorted(((row, score + PAGE_SUPPORT * max(second[(row["doc_id"], int(row["page"]))],
+                                                   0.0)) for row, score in ranked),
+                  key=lambda rs: -rs[1])
 
 
 def text_recall(ctx: RecallContext, query: str, k: int,
@@ -169,18 +235,23 @@ def text_recall(ctx: RecallContext, query: str, k: int,
     # over-fetch: rows of documents not yet ok are dropped and hits of one page merge below
     pool = max(6 * k, 30)
     where = routed_filter(ctx, query)
+    doc_ids = route(ctx, query).doc_ids
+    # words matched inside the routed documents leave out the company's name (documents.py);
+    # the dense search keeps the whole question (the name places it in the embedding space)
+    words = within_named_documents(query, route(ctx, query))
     ranked: list[tuple[dict, float]]
     ml = multilingual.available(ctx)
     if variant == "dense" and not ml:
-        ranked = [(r, 1.0 - float(r["_distance"])) for r in dense(ctx, query, pool, where)]
+        ranked = [(r, 1.0 - float(r["_distance"]))
+                  for r in dense(ctx, query, pool, where, doc_ids)]
     elif variant == "dense":
-        ranked = rrf(*_dense_lists(ctx, query, pool, where))
+        ranked = rrf(*_dense_lists(ctx, query, pool, where, doc_ids))
     elif variant == "fulltext":
-        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, query, pool, where)]
+        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, words, pool, where)]
     else:
-        d = (_dense_lists(ctx, query, pool, where) if ml
-             else [dense(ctx, query, pool, where)])
-        f = fulltext(ctx, query, pool, where)
+        d = (_dense_lists(ctx, query, pool, where, doc_ids) if ml
+             else [dense(ctx, query, pool, where, doc_ids)])
+        f = fulltext(ctx, words, pool, where)
         ranked = rrf(*d, f)
         if variant.startswith("hybrid+rerank"):
             boost = statement_boosts(ctx, query, where)
@@ -188,10 +259,12 @@ def text_recall(ctx: RecallContext, query: str, k: int,
             summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
                        if variant.endswith("+summary") else None)
             ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
-                            summary, k)
+                            summary, k, words=words)
             if boost:
                 ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
                                  for r, s in ranked), key=lambda rs: -rs[1])
+            if ctx.pages_total >= k:
+                ranked = page_support(ranked)
     hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
                 page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
                 kind=row["kind"], text=row["text"], score=score, via="text")

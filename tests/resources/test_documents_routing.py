@@ -91,3 +91,47 @@ def test_a_named_quarter_picks_that_quarters_filing(tmp_path):
     ctx.doc_sources["d4"] = "/x/d4.pdf"
     assert route(ctx, "J&J sales in the third quarter of 2024").doc_ids == ["d4", "d3"]
     assert route(ctx, "J&J Q2 2024 cash flow").doc_ids == ["d3", "d4"]
+
+
+def test_inside_the_named_documents_the_company_name_is_left_out_of_the_words(tmp_path):
+    from resources.recall.documents import within_named_documents
+
+    ctx = _context(tmp_path)
+    q = "Has Northwind Trading (formerly known as Northwind Inc.) reported legal battles?"
+    assert within_named_documents(q, route(ctx, q)) == "Has reported legal battles?"
+    assert within_named_documents("Is J&J's business cyclical?",
+                                  route(ctx, "Is J&J's business cyclical?")) == \
+        "Is business cyclical?"
+    plain = "Which segment had the highest operating income?"
+    assert within_named_documents(plain, route(ctx, plain)) == plain
+
+
+def test_a_page_two_passages_support_outranks_a_page_with_one_of_the_same_score():
+    from resources.recall.text import PAGE_SUPPORT, page_support
+
+    def row(i, page):
+        return {"chunk_id": f"d1:c{i}", "doc_id": "d1", "page": page}
+
+    ranked = page_support([(row(1, 7), 0.60), (row(2, 9), 0.59), (row(3, 9), 0.50)])
+    assert [r["page"] for r, _ in ranked] == [9, 9, 7]
+    assert abs(ranked[0][1] - (0.59 + PAGE_SUPPORT * 0.50)) < 1e-9
+
+
+def test_routed_dense_search_in_memory_matches_the_stores(tmp_path):
+    from resources.recall.text import dense
+
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(30, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ctx = _context(tmp_path)
+    ctx.store.add("chunks", [
+        {"doc_id": f"d{1 + i % 3}", "chunk_id": f"d{1 + i % 3}:c{i}", "page": 1 + i % 5,
+         "bbox": [0, 0, 1, 1], "text": f"chunk {i}", "section": "", "kind": "text",
+         "token_count": 2, "region_ids": [], "vector": v.tolist()} for i, v in enumerate(vectors)])
+    ctx.embed = lambda texts: vectors[[0]]  # the query is chunk 0's vector
+    where = "doc_id IN ('d1', 'd2')"
+    in_store = [r["chunk_id"] for r in dense(ctx, "q", 8, where)]
+    dense(ctx, "q", 8, where, ["d1", "d2"])  # first search: from the store
+    in_memory = [r["chunk_id"] for r in dense(ctx, "q", 8, where, ["d1", "d2"])]
+    assert ("_doc_chunks", "d1") in ctx.cache  # the second: in memory
+    assert in_memory == in_store and in_memory[0] == "d1:c0"

@@ -81,3 +81,19 @@ def test_current_report_and_quarterly_signature_layouts():
                       "By: /s/ Priya N. Raman\nName: Priya N. Raman\nTitle: Chief Financial "
                       "Officer")
     assert ("cfo_of", "Priya N. Raman") in found and ("appointed_to", "Priya N. Raman") in found
+
+
+def test_an_executive_table_with_empty_spacer_columns():
+    found, _ = _edges("| Name |  | Age |  | Present Position |  | Other Positions |\n"
+                      "|---|---|---|---|---|---|---|\n"
+                      "| Maria T. Okafor |  | 61 |  | Chief Executive Officer |  | Chief "
+                      "Operating Officer, 2017-2018 |\n"
+                      "| Gregory L. Hanssen |  | 54 |  | Senior Vice President and Chief "
+                      "Financial Officer |  |  |")
+    assert ("ceo_of", "Maria T. Okafor") in found and ("cfo_of", "Gregory L. Hanssen") in found
+
+
+def test_the_issuer_named_after_the_title_ends_at_the_line():
+    found, _ = _edges("Maria T. Okafor, Chief Executive Officer of Harbor Lights\n"
+                      "Gregory L. Hanssen, Chief Financial Officer of Harbor Lights")
+    assert ("ceo_of", "Maria T. Okafor") in found and ("cfo_of", "Gregory L. Hanssen") in found

@@ -1,10 +1,17 @@
 """Financial-statement pages as recall targets (issue 11): which statement a question asks for,
-and which pages open with a statement's title (an index of all three is none)."""
+and which pages are a statement's: its line items with figures, fewer of them under its title
+(an index of all three titles is none)."""
 
 import numpy as np
 
 from resources.recall.router import RecallContext
-from resources.recall.statements import BOOST_METRIC, BOOST_NAMED, asked_statements, boosts
+from resources.recall.statements import (
+    BOOST_METRIC,
+    BOOST_NAMED,
+    asked_statements,
+    boosts,
+    classify_page,
+)
 from resources.store.lance import LanceColdStore
 
 
@@ -15,15 +22,32 @@ def test_questions_ask_for_statements_by_name_or_by_metric():
         "balance_sheet"}
     assert asked_statements("How did gross margin change?") == {"income": BOOST_METRIC}
     assert asked_statements("Who are the primary customers?") == {}
+    assert asked_statements("How did the effective tax rate change?") == {"income": BOOST_METRIC}
+
+
+def test_a_statement_page_is_known_by_its_line_items_with_figures_not_by_prose():
+    # the title was lost (a running header); the rows still say what the page is
+    income = ["Year Ended December 31, 2017 2016 Total net sales 177,866 135,987",
+              "| Cost of sales | 111,934 | 88,265 |\n| Operating income | 4,106 | 4,186 |",
+              "| Provision for income taxes | (769) | (1,425) |\n| Net income | $ | 3,033 |",
+              "| Diluted earnings per share | $ | 6.15 | 4.90 |"]
+    assert classify_page(income) == {"income": 6}
+    # the auditor's opinion names every statement, in prose, with no figures
+    opinion = ["We have audited the consolidated balance sheets as of December 31, 2017 and "
+               "the related statements of operations, total assets, net income and cash flows "
+               "from operating activities, investing activities and financing activities."]
+    assert classify_page(opinion) == {}
 
 
 def test_statement_pages_are_found_under_split_titles_and_indexes_are_not(tmp_path):
     store = LanceColdStore(tmp_path / "db")
     texts = {1: ["Index to Financial Statements Consolidated Statements of Operations 40 "
                  "Consolidated Balance Sheets 41 Consolidated Statements of Cash Flows 42"],
-             41: ["| Cash | 1,200 | 1,100 |", "Acme Corp. Consolidated Balance Shee t "
-                  "(in millions) December 31, 2024 2023 Assets"],
-             42: ["Consolidated Statement of Cash Flow s Years ended December 31"]}
+             41: ["| Total assets | 9,200 | 8,100 |\n| Total current liabilities | 1,700 |",
+                  "Acme Corp. Consolidated Balance Shee t (in millions) December 31, 2024 2023"],
+             42: ["Consolidated Statement of Cash Flow s Years ended December 31",
+                  "| Net cash provided by operating activities | 381 | 465 |\n"
+                  "| Net cash used in investing activities | (179) | (42) |"]}
     rows = [{"doc_id": "d1", "chunk_id": f"d1:c{i}", "page": page, "bbox": [0, 0, 1, 1],
              "text": t, "section": "", "kind": "text", "token_count": 10, "region_ids": [],
              "vector": [0.0] * 384}
