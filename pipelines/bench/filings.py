@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from h3_runtime.home import h3_home_env
+from pipelines.bench.floor import with_floor
 from pipelines.bench.ingest import (
     DOCLING,
     SAMPLE,
@@ -89,9 +90,10 @@ def stage_times(home: Path, run_ids: list[str] | None = None) -> dict:
 
 def ingest_corpus(home: Path, pdfs: Path) -> dict:
     """`h3 index-build` of the corpus into `home` (every stage + compression), timed."""
+    from pipelines.bench.floor import CoreSampler
     from pipelines.cli.index_build import ingest
 
-    with h3_home_env(home):
+    with h3_home_env(home), CoreSampler() as cores:
         cpu0, t0 = _cpu_seconds(), time.perf_counter()
         report = ingest([str(pdfs)])
         wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
@@ -103,6 +105,7 @@ def ingest_corpus(home: Path, pdfs: Path) -> dict:
             "documents_ok": report["ok"], "documents_failed": report["failed"],
             "pages_per_s": round(pages / wall, 3) if wall else 0.0,
             "compress": report.get("compress", {}).get("status"),
+            "cpu_utilisation": cores.summary(),
             "dagster_overhead_s": round(max(wall - sum(stages["stage_wall_s"].values()), 0), 1),
             **stages}
 
@@ -337,12 +340,12 @@ def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
             ingestion = {"reused_home": str(home_path), **json.loads(saved.read_text())}
     elif home:  # ingest into the given home and keep it for later runs
         home_path = Path(home)
-        ingestion = ingest_corpus(home_path, corpus / "pdfs")
+        ingestion = with_floor(ingest_corpus, home_path, corpus / "pdfs")
         (home_path / "filings_ingestion.json").write_text(json.dumps(ingestion, indent=2))
     else:
         tmp = Path(tempfile.mkdtemp(prefix="h3-filings-"))
         home_path = tmp / "home"
-        ingestion = ingest_corpus(home_path, corpus / "pdfs")
+        ingestion = with_floor(ingest_corpus, home_path, corpus / "pdfs")
     try:
         with h3_home_env(home_path):
             store = open_store()

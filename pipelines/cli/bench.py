@@ -31,6 +31,7 @@ SCENARIOS: dict[str, str] = {
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",
     "filings": "pipelines.bench.filings:run",
+    "embedding_engines": "pipelines.bench.embedding_engines:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 
@@ -41,7 +42,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="scenario to run (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
     p.add_argument("--out", default="bench-results", help="folder for report.json and plots")
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
-    p.add_argument("--home", help="filings: reuse this H3_HOME, which already holds the corpus, "
+    p.add_argument("--home", help="filings, embedding_engines: this H3_HOME, which holds the corpus, "
                                   "instead of ingesting it into a fresh one")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 

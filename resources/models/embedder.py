@@ -61,6 +61,7 @@ class SbertEmbedder(TextEmbedder):
         self.model = _load_sbert(device, precision)  # MiniLM (int8 Linear layers when "int8")
         self.max_tokens = MAX_TOKENS
         self._windowed, self._whole = _tokenizers()
+        self._onnx = None  # the CPU path of encode (resources/models/minilm_onnx.py), on first use
 
     def _batches(self, texts: Sequence[str]):
         """(indices, ids, mask) per batch of texts of similar length; ids/mask (B, T), T the
@@ -76,6 +77,14 @@ class SbertEmbedder(TextEmbedder):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if self.device == "cpu":  # onnxruntime: the same network, fused (minilm_onnx says why)
+            if self._onnx is None:
+                from resources.models.minilm_onnx import OnnxMiniLM
+
+                self._onnx = OnnxMiniLM(self.precision)
+            for picked, ids, mask in self._batches(texts):
+                out[picked] = self._onnx.embed(ids.numpy(), mask.numpy())  # (B, 384)
+            return out
         for picked, ids, mask in self._batches(texts):
             out[picked] = self.model.embed(ids, mask).float().cpu().numpy()  # (B, 384)
         return out

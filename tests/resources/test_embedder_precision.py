@@ -73,3 +73,23 @@ def test_precision_is_validated():
         _load_sbert("cpu", "int4")
     with pytest.raises(ValueError, match="CPU only"):
         _load_sbert("cuda", "int8")
+
+
+@pytest.mark.slow
+def test_onnx_int8_graph_quantises_the_layers_torch_does_and_stays_close_to_fp32(embedders):
+    """The CPU encode path (resources/models/minilm_onnx.py): int8 products for attention and
+    the FFN input only, and vectors close to fp32 (torch's int8 ones: > 0.97)."""
+    import onnx
+
+    from resources.models.minilm_onnx import onnx_path
+
+    fp32, int8 = embedders
+    int8.encode(["builds the graph"])
+    nodes = onnx.load(str(onnx_path("int8"))).graph.node
+    quantized = [n.name for n in nodes if n.op_type == "MatMulInteger"]
+    plain = [n.name for n in nodes if n.op_type == "MatMul"]
+    assert len(quantized) == 30  # 6 layers x (Q, K, V, attention output, FFN input)
+    assert all("/output/dense/" in n and "attention" not in n or "attention/MatMul" in n
+               for n in plain)
+    cosine = (fp32.encode(PASSAGES) * int8.encode(PASSAGES)).sum(axis=1)
+    assert cosine.min() > 0.985
