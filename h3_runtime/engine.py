@@ -22,11 +22,11 @@ from h3_runtime.config import H3Config
 from h3_runtime.hf.attention import register
 from h3_runtime.hf.cache import H3Cache
 from h3_runtime.home import under_home
-from h3_runtime.kvcache.block import chain_hashes, content_key
+from h3_runtime.kvcache.block import BlockKeys, chain_hashes, content_key
+from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.cold import ColdStore
 from h3_runtime.kvcache.geometry import plan_geometry
 from h3_runtime.kvcache.hot import HotPool
-from h3_runtime.kvcache.layer_store import TierContext
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.tiers import WarmTier
 from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model
@@ -77,30 +77,11 @@ class H3Engine:
         self._retire()
         pool = HotPool(self.budget_bytes)
         warm = WarmTier(int(self.config.runtime.hbf_size_gb * GiB), pin=self.device.type == "cuda")
-        cache: H3Cache
-        session = f"{time.time_ns():x}"
-
-        def cold_key(layer: int, b: int) -> str:
-            hashes = cache.prefix_hashes()
-            if b < len(hashes):
-                return content_key(hashes[b], layer)
-            return f"s{session}-L{layer:03d}-B{b}"
-
-        ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, cold_key,
+        keys = BlockKeys(self.fingerprint, self.geometry.block_tokens, f"{time.time_ns():x}")
+        ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, keys.cold_key,
                           selection=self.selection,
                           exact_prefill=self.config.runtime.prefill_attention == "exact")
-        cache = H3Cache(self.n_layers, self.geometry, ctx, self.device, exact_allowed)
-        T, fp = self.geometry.block_tokens, self.fingerprint
-        memo: dict[int, list[str]] = {}
-
-        def prefix_hashes() -> list[str]:
-            n = len(cache.token_ids) // T
-            if n not in memo:
-                memo.clear()
-                memo[n] = chain_hashes(fp, cache.token_ids[: n * T], T)
-            return memo[n]
-
-        cache.prefix_hashes = prefix_hashes  # type: ignore[attr-defined]
+        cache = H3Cache(self.n_layers, self.geometry, ctx, keys, self.device, exact_allowed)
         self.cache = cache
         return cache
 

@@ -15,11 +15,16 @@ import torch
 from transformers import Cache
 from transformers.cache_utils import CacheLayerMixin
 
+from h3_runtime.kvcache.block import BlockKeys
+from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot import HotPool
-from h3_runtime.kvcache.layer_store import LayerStore, TierContext
+from h3_runtime.kvcache.layer_store import LayerStore
 
-_pending = threading.local()  # update() -> attention: which cache/layer owns these new keys
+# update() -> attention: which cache/layer owns these new keys. transformers' attention
+# interface is called with the module, q, k, v and the mask only (not the cache), so the sparse
+# update hands its layer over here; the key tensor's identity ties the two calls together.
+_pending = threading.local()
 
 
 def take_pending(key: torch.Tensor) -> tuple[H3Cache, int] | None:
@@ -61,19 +66,29 @@ class H3Layer(CacheLayerMixin):
 
 
 class H3Cache(Cache):
-    def __init__(self, n_layers: int, geometry: Geometry, ctx: TierContext,
+    def __init__(self, n_layers: int, geometry: Geometry, ctx: TierContext, block_keys: BlockKeys,
                  device: torch.device | str = "cpu", exact_allowed: bool = True):
+        """`block_keys`: the cold-tier keys of this sequence's blocks (the one `ctx` uses)."""
         super().__init__(layers=[H3Layer() for _ in range(n_layers)])
         self.device = torch.device(device)
         self.geometry, self.ctx = geometry, ctx
         self.exact_allowed = exact_allowed
         self.sparse = False
-        self.token_ids: list[int] = []  # ids seen so far (content keys for the cold tier)
+        self.block_keys = block_keys  # ids seen so far -> content keys for the cold tier
         self._transient = 0
 
     @property
     def pool(self) -> HotPool:
         return self.ctx.pool
+
+    @property
+    def token_ids(self) -> list[int]:
+        """The ids seen so far (batch 1)."""
+        return self.block_keys.token_ids
+
+    def prefix_hashes(self) -> list[str]:
+        """The chained prefix hash of each complete block seen so far."""
+        return self.block_keys.prefix_hashes()
 
     def exact_fits(self, new_tokens: int) -> bool:
         """Whether all KV after `new_tokens` more, plus one layer's transient, fits the budget."""
@@ -98,7 +113,7 @@ class H3Cache(Cache):
     def note_tokens(self, input_ids: torch.Tensor | None) -> None:
         """Records the ids of the next forward (batch 1), for content-addressed cold keys."""
         if input_ids is not None and input_ids.shape[0] == 1:
-            self.token_ids.extend(input_ids[0].tolist())
+            self.block_keys.extend(input_ids[0].tolist())
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
                *args, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -127,7 +142,7 @@ class H3Cache(Cache):
             layer.keys = torch.cat([layer.keys, key_states], dim=-2)  # (B, H_kv, n + q, D)
             layer.values = torch.cat([layer.values, value_states], dim=-2)
             self.pool.release(old, "exact kv")
-            self.pool.occupied_bytes += nbytes
+            self.pool.occupy(nbytes)
             layer.n_exact += q
             return layer.keys, layer.values
         if layer.store is None:
@@ -149,7 +164,7 @@ class H3Cache(Cache):
             keys, values = layer.keys[0].to("cpu"), layer.values[0].to("cpu")  # (H_kv, n, D)
             freed = layer.keys.nbytes + layer.values.nbytes
             self.pool.release(freed, "exact kv")
-            self.pool.occupied_bytes -= freed
+            self.pool.vacate(freed)
         layer.keys = layer.values = None
         store = LayerStore(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
         if keys is not None:
@@ -179,7 +194,7 @@ class H3Cache(Cache):
         document KV loaded from the cold tier): hot while the whole KV still fits the budget
         (exact mode), else into the tiers (sparse mode; the hot budget holds either way)."""
         n = keys.shape[2]
-        self.token_ids.extend(int(t) for t in token_ids)
+        self.block_keys.extend(token_ids)
         if not self.sparse and not self.exact_fits(n):
             self.sparse = True
         for layer_idx in range(keys.shape[0]):
@@ -208,5 +223,5 @@ class H3Cache(Cache):
             elif layer.keys is not None and layer.is_initialized:
                 freed = layer.keys.nbytes + layer.values.nbytes
                 self.pool.release(freed, "exact kv")
-                self.pool.occupied_bytes -= freed
+                self.pool.vacate(freed)
                 layer.keys = layer.values = None

@@ -8,15 +8,16 @@ decodes greedily, timing the first token. `reuse=False` computes everything (the
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
-from transformers import DynamicCache
 
 from h3_runtime.reuse.assemble import CachedSpan, Segment, build_cache, greedy_decode
 from h3_runtime.reuse.blocks import DocKVMeta
+from h3_runtime.reuse.cache_io import PlainCache, ReuseCache
 from h3_runtime.reuse.doc_kv import precompute_document
 from h3_runtime.reuse.prompt import ChunkText, PromptLayout, text_digest
 from h3_runtime.reuse.rope import rope_inv_freq
@@ -34,7 +35,7 @@ class ReuseRuntime:
     """Document KV reuse around one loaded model. Not thread-safe (one question at a time)."""
 
     def __init__(self, model: torch.nn.Module, tokenizer, store: DocKVStore, *,
-                 cache_factory: Callable[[], object] = DynamicCache,
+                 cache_factory: Callable[[], ReuseCache] | None = None,
                  cache_stats: Callable[[object], dict] | None = None,
                  recompute_tokens: int = 16, group_tokens: int = 256,
                  chunk_tokens: int = 512) -> None:
@@ -42,7 +43,8 @@ class ReuseRuntime:
         self.layout = PromptLayout(tokenizer)
         self.model_key = model_fingerprint(model)
         self.inv_freq = rope_inv_freq(model)
-        self.cache_factory, self.cache_stats = cache_factory, cache_stats
+        self.cache_factory = cache_factory or functools.partial(PlainCache, chunk_tokens=chunk_tokens)
+        self.cache_stats = cache_stats
         self.recompute_tokens, self.group_tokens = recompute_tokens, group_tokens
         self.chunk_tokens = chunk_tokens
         self.engine = None  # the H3Engine whose tiered caches cache_factory makes, if any
@@ -102,8 +104,7 @@ class ReuseRuntime:
         cache = self.cache_factory()
         logits, built = build_cache(
             self.model, segments, cache, store=self.store, inv_freq=self.inv_freq, reuse=reuse,
-            recompute_tokens=self.recompute_tokens if recompute_tokens is None else recompute_tokens,
-            chunk_tokens=self.chunk_tokens)
+            recompute_tokens=self.recompute_tokens if recompute_tokens is None else recompute_tokens)
         first: list[float] = []
         tokens = greedy_decode(self.model, cache, logits, max_new_tokens, self.eos_ids,
                                on_first=lambda: first.append(time.perf_counter() - t0))

@@ -28,7 +28,6 @@ VARIANTS = ("full_attention", "full_attention_cold_reuse", "h3_no_reuse", "h3_co
 def _open_runtimes(kv_dir: Path):
     """(H³ tiered runtime, full-attention runtime) sharing one model and one document store."""
     import torch
-    from transformers import DynamicCache
 
     from h3_runtime.engine import H3Engine
     from h3_runtime.reuse.runtime import ReuseRuntime
@@ -42,8 +41,7 @@ def _open_runtimes(kv_dir: Path):
     chunk = cfg.runtime.prefill_chunk_tokens
     h3 = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=engine.new_cache,
                       cache_stats=engine.cache_stats, chunk_tokens=chunk)
-    full = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=DynamicCache,
-                        chunk_tokens=chunk)
+    full = ReuseRuntime(engine.model, engine.tokenizer, store, chunk_tokens=chunk)  # PlainCache
     with torch.inference_mode():  # one-time kernel and allocator warm-up, outside the timings
         engine.model(input_ids=torch.tensor([[1, 2, 3, 4]], device=engine.device))
     return h3, full

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from h3_runtime.bench.ruler_tasks import passkey
 from h3_runtime.engine import H3Engine
+from h3_runtime.evals.ruler_tasks import passkey
 
 pytestmark = pytest.mark.slow
 

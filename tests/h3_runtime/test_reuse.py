@@ -9,6 +9,7 @@ from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
 
 from h3_runtime.reuse.assemble import CachedSpan, Segment, build_cache, greedy_decode
 from h3_runtime.reuse.blocks import KVIntegrityError, group_path
+from h3_runtime.reuse.cache_io import PlainCache
 from h3_runtime.reuse.doc_kv import precompute_document, prefill_kv
 from h3_runtime.reuse.rope import rope_inv_freq, shift_keys
 from h3_runtime.reuse.store import DocKVStore, doc_kv_key, model_fingerprint
@@ -28,7 +29,7 @@ def ids(n: int, seed: int) -> list[int]:
 
 
 def full_prefill(model, prompt: list[int], new: int = 8):
-    cache = DynamicCache()
+    cache = PlainCache()
     logits, _ = build_cache(model, [Segment(tuple(prompt))], cache, store=None, inv_freq=None)
     return logits, greedy_decode(model, cache, logits, new)
 
@@ -55,7 +56,7 @@ def test_prefix_reuse_is_token_for_token_equal(tmp_path):
     meta, computed = precompute_document(model, store, doc_id="d1", token_ids=doc,
                                          model_key=model_fingerprint(model), group_tokens=64)
     assert computed and meta.tokens == 300 and meta.groups == 5
-    cache = DynamicCache()
+    cache = PlainCache()
     segs = [Segment(tuple(doc), CachedSpan(meta.key, 0)), Segment(tuple(question))]
     logits, stats = build_cache(model, segs, cache, store=store, inv_freq=rope_inv_freq(model))
     assert stats.kv_tokens_loaded_cold == 300 and stats.exact_tokens == 300
@@ -76,7 +77,7 @@ def test_repositioned_span_is_exact_for_one_layer_model(tmp_path):
     lead, question = ids(37, 5), ids(9, 6)
     segs = [Segment(tuple(lead)), Segment(tuple(doc[50:150]), CachedSpan(meta.key, 50)),
             Segment(tuple(question))]
-    logits, stats = build_cache(model, segs, DynamicCache(), store=store,
+    logits, stats = build_cache(model, segs, PlainCache(), store=store,
                                 inv_freq=rope_inv_freq(model), recompute_tokens=4)
     assert stats.kv_tokens_loaded_cold == 96 and stats.exact_tokens == 0
     assert stats.prefill_tokens_computed == 37 + 4 + 9
@@ -97,7 +98,7 @@ def test_flipped_byte_is_detected_and_span_recomputed(tmp_path):
     with pytest.raises(KVIntegrityError, match="checksum"):
         store.load(meta.key, 0, 130)
     segs = [Segment(tuple(doc), CachedSpan(meta.key, 0)), Segment(tuple(question))]
-    logits, stats = build_cache(model, segs, DynamicCache(), store=store,
+    logits, stats = build_cache(model, segs, PlainCache(), store=store,
                                 inv_freq=rope_inv_freq(model))
     assert stats.integrity_errors == 1 and stats.kv_tokens_loaded_cold == 0
     assert stats.prefill_tokens_computed == 135

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from h3_runtime.reuse.prompt import ChunkText
 from h3_runtime.reuse.runtime import ReuseRuntime
@@ -29,7 +29,7 @@ def runtime(default_model_dir, tmp_path_factory):
     tok = AutoTokenizer.from_pretrained(default_model_dir)
     model = AutoModelForCausalLM.from_pretrained(default_model_dir, dtype=torch.float32).eval()
     store = DocKVStore(tmp_path_factory.mktemp("docs"), 10**9)
-    return ReuseRuntime(model, tok, store, cache_factory=DynamicCache)
+    return ReuseRuntime(model, tok, store)  # PlainCache: full attention
 
 
 def test_prefix_reuse_equals_full_prefill_token_for_token(runtime):
