@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 from h3_runtime.bench.needle import BENCH_CONFIG, full_attention, passkey_prompt, run_variant
+from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
-from h3_runtime.reuse.assemble import greedy_decode
 from h3_runtime.reuse.cache_io import PlainCache
 
 H3_BUDGETS = (0.10, 0.20)

@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 
 from h3_runtime.bench.plots import plot_needle, plot_scale
+from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
-from h3_runtime.reuse.assemble import greedy_decode
 from h3_runtime.reuse.cache_io import PlainCache
 
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "

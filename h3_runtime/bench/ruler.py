@@ -27,11 +27,11 @@ import torch
 from transformers import DynamicCache
 
 from h3_runtime.bench.needle import run_variant
+from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import TASKS, Sample, make_sample, passkey, string_match_all
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.geometry import BudgetTooSmallError
-from h3_runtime.reuse.assemble import greedy_decode
 from h3_runtime.reuse.cache_io import PlainCache
 
 GiB = 2**30

@@ -180,15 +180,6 @@ class H3Cache(Cache):
             self.pool.release(self._transient, "transient chunk")
             self._transient = 0
 
-    def load_prefix_blocks(self, blocks: list[list], token_ids: list[int]) -> None:
-        """Pre-populates an empty cache from complete blocks (blocks[layer][b] = KVBlock), e.g.
-        loaded from the cold tier: exact mode when they fit, else straight into the tiers."""
-        if self.get_seq_length():
-            raise ValueError("load_prefix_blocks needs an empty cache")
-        keys = torch.stack([torch.cat([b.keys for b in layer], 1) for layer in blocks])
-        values = torch.stack([torch.cat([b.values for b in layer], 1) for layer in blocks])
-        self.append_kv(keys, values, list(token_ids[: keys.shape[2]]))  # (L, H_kv, n, D)
-
     def append_kv(self, keys: torch.Tensor, values: torch.Tensor, token_ids: list[int]) -> None:
         """Appends T precomputed tokens to every layer (keys, values: (L, H_kv, T, D), e.g.
         document KV loaded from the cold tier): hot while the whole KV still fits the budget
@@ -209,10 +200,6 @@ class H3Cache(Cache):
             if layer.store is None:
                 self._to_sparse(layer_idx, empty_k)
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
-
-    def flush_to_cold(self) -> int:
-        """Writes every complete block of every sparse layer to the cold tier."""
-        return sum(layer.store.flush_to_cold() for layer in self.layers if layer.store is not None)
 
     def release(self) -> None:
         """Frees everything this cache holds in hot and warm (cold files stay for reuse)."""

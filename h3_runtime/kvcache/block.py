@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
+# the dtypes KV is stored in, by the name files and configs use
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
 
 @dataclass(frozen=True, slots=True)
 class BlockId:
@@ -38,14 +41,18 @@ def _chain_step(h: bytes, block: list[int]) -> bytes:
     return hashlib.sha256(h + b"|" + ",".join(map(str, block)).encode()).digest()
 
 
-def chain_hashes(model_fingerprint: str, token_ids: list[int], block_tokens: int) -> list[str]:
-    """One hex key per complete block: h_b = sha256(h_{b-1} || tokens of block b).
+def chain_hashes(model_fingerprint: str, token_ids: list[int], block_tokens: int,
+                 partial_tail: bool = False) -> list[str]:
+    """One hex key per complete block: h_b = sha256(h_{b-1} || tokens of block b); with
+    `partial_tail`, one more for the tokens after the last complete block (a stored document's
+    shorter last block).
 
     A block's key therefore depends on the whole prefix up to its end, which is exactly what
     its KV depends on in a causal model (same prefix, same model -> same KV)."""
     out: list[str] = []
     h = _chain_seed(model_fingerprint, block_tokens)
-    for start in range(0, len(token_ids) - block_tokens + 1, block_tokens):
+    end = len(token_ids) if partial_tail else len(token_ids) - block_tokens + 1
+    for start in range(0, end, block_tokens):
         h = _chain_step(h, token_ids[start : start + block_tokens])
         out.append(h.hex())
     return out
@@ -80,6 +87,7 @@ class BlockKeys:
         return f"s{self.session}-L{layer:03d}-B{b}"
 
 
-def content_key(prefix_hash: str, layer: int) -> str:
-    """The cold-tier key of one layer's block whose prefix hash is `prefix_hash`."""
-    return f"{prefix_hash[:40]}-L{layer:03d}"
+def content_key(prefix_hash: str, layer: int | None) -> str:
+    """The cold-tier key of one layer's block whose prefix hash is `prefix_hash`; `layer=None`:
+    the block of every layer (a stored document's)."""
+    return f"{prefix_hash[:40]}-all" if layer is None else f"{prefix_hash[:40]}-L{layer:03d}"

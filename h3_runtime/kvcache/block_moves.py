@@ -101,17 +101,6 @@ class BlockMoves:
         ctx.warm.drop(bid)
         self.summaries.in_warm[b] = False
 
-    def flush_to_cold(self) -> int:
-        """Writes every complete block of this layer to cold (keeps warm copies). Returns count."""
-        written = 0
-        for b in range(self.summaries.n_blocks):
-            key = self.ctx.cold_key(self.layer, b)
-            if self.ctx.cold.lookup(key) or not self.summaries.in_warm[b]:
-                continue
-            self.ctx.cold.store(key, self.ctx.warm.load(BlockId(self.layer, b)), self.layer, b)
-            written += 1
-        return written
-
     def drop_warm(self) -> None:
         """Frees this layer's warm copies (cold files stay for reuse)."""
         for b in range(self.summaries.n_blocks):

@@ -169,10 +169,6 @@ class LayerStore:
         """Block b from warm (or cold, verified; also re-cached in warm). None if corrupted."""
         return self.moves.fetch(b, to, count_hit)
 
-    def flush_to_cold(self) -> int:
-        """Writes every complete block of this layer to cold (keeps warm copies). Returns count."""
-        return self.moves.flush_to_cold()
-
     def release(self) -> None:
         """Frees the hot buffers (accounting) and this layer's warm blocks."""
         self.ctx.pool.release(self.buffer_bytes, "layer buffers")
