@@ -87,7 +87,7 @@ class H3RuntimeResource(ConfigurableResource):
         from h3_runtime.reuse.runtime import ReuseRuntime
 
         engine = H3Engine(config=cfg)
-        store = DocumentKV(engine.cold, doc_kv_root(cfg), cfg.runtime.block_tokens)
+        store = DocumentKV(engine.cold, doc_kv_root(cfg))
         chunk = cfg.runtime.prefill_chunk_tokens
         if not self.tiered_cache:
             return ReuseRuntime(engine.model, engine.tokenizer, store,

@@ -37,7 +37,7 @@ def _open_runtimes(kv_dir: Path):
     cfg = H3RuntimeResource().load_config()
     engine = H3Engine(config=cfg, cold_storage_path=kv_dir)
     engine.model.set_attn_implementation("h3")  # exact layers run plain sdpa through it
-    store = DocumentKV(engine.cold, kv_dir / "docs", cfg.runtime.block_tokens)
+    store = DocumentKV(engine.cold, kv_dir / "docs")
     chunk = cfg.runtime.prefill_chunk_tokens
     h3 = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=engine.new_cache,
                       cache_stats=engine.cache_stats, chunk_tokens=chunk)
