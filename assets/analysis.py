@@ -19,7 +19,7 @@ from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
 
 from assets._batch import markdown_table, per_document, summary_metadata
 from assets._facts import cross_check, extract_facts
-from assets.kv import document_chunks, fit_chunks, max_document_tokens
+from assets.kv import document_chunks
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.runtime import H3RuntimeResource
 from resources.store import ColdStoreResource, sql_str
@@ -59,7 +59,7 @@ _PAGE_CITE = re.compile(r"\[p\s*(\d+)\]|\bpage\s+(\d+)\b", re.IGNORECASE)
 
 
 def _ask_document(runtime, db, doc_id: str, question: str, max_new_tokens: int):
-    chunks = fit_chunks(runtime, document_chunks(db, doc_id), max_document_tokens(runtime))
+    chunks = runtime.fit_chunks(document_chunks(db, doc_id))
     if not chunks:
         raise ValueError(f"document {doc_id}: no chunks in the cold store")
     return runtime.answer(runtime.document_segments(doc_id, chunks, question), max_new_tokens)

@@ -1,9 +1,11 @@
 """Stage `kv`: each document prefilled once by the default model, its KV stored in the cold tier.
 
 Every later question over the document (`h3 ask`, the analysis assets) loads this KV instead of
-recomputing it. The stored KV is content-keyed by (token ids, model fingerprint, block format), so
-a changed document (new doc_id), another model or a new block format finds nothing and recomputes;
-the `kv_blocks` table indexes the stored groups per document (removed with the document).
+recomputing it. The KV is stored as blocks keyed by the chained hash of the token prefix and the
+model fingerprint, so a changed document (new doc_id) or another model finds nothing and
+recomputes; the `kv_blocks` table indexes the stored blocks per document (removed with the
+document). Everything goes through the `h3_runtime` resource (precompute, stats); KV stored in
+the first format (per-document folders) is removed with one log line and prefilled again.
 """
 
 
@@ -14,22 +16,19 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
-from h3_runtime.reuse.blocks import FORMAT_VERSION
-from h3_runtime.reuse.prompt import ChunkText
-from h3_runtime.reuse.runtime import ReuseRuntime
-from resources.runtime import H3RuntimeResource
+from resources.runtime import KV_FORMAT, ChunkText, H3RuntimeResource
 from resources.store import ColdStore, ColdStoreResource, sql_str
 from resources.store.tables import TableSpec, register_table
 
 KV_BLOCKS = register_table(TableSpec(
     name="kv_blocks",
-    description="one row per stored KV group of a document (cold tier index, lineage to chunks)",
+    description="one row per stored KV block of a document (cold tier index, lineage to chunks)",
     schema=pa.schema([
         pa.field("doc_id", pa.string()),
-        pa.field("kv_key", pa.string()),  # content key: token ids + model + block format
+        pa.field("kv_key", pa.string()),  # the document's content key (prefix hash of all its tokens)
         pa.field("model_key", pa.string()),
         pa.field("format_version", pa.int32()),
-        pa.field("group", pa.int32()),
+        pa.field("group", pa.int32()),  # the block's index in the document
         pa.field("token_start", pa.int32()),
         pa.field("token_end", pa.int32()),
         pa.field("bytes", pa.int64()),
@@ -51,55 +50,38 @@ def document_chunks(db: ColdStore, doc_id: str) -> list[ChunkText]:
     return [ChunkText(r["chunk_id"], int(r["page"]), r["text"]) for r in sorted(rows, key=order)]
 
 
-def fit_chunks(runtime: ReuseRuntime, chunks: list[ChunkText], max_tokens: int) -> list[ChunkText]:
-    """The longest run of leading chunks whose prompt layout fits `max_tokens` (the model's
-    trained context minus room for a question and an answer)."""
-    total = len(runtime.layout.head_ids)
-    kept = []
-    for chunk in chunks:
-        total += len(runtime.layout.chunk_ids(chunk))
-        if total > max_tokens:
-            break
-        kept.append(chunk)
-    return kept
-
-
-def max_document_tokens(runtime: ReuseRuntime, reserve: int = 512) -> int:
-    return int(getattr(runtime.model.config, "max_position_embeddings", 8192)) - reserve
-
-
-def precompute_one(runtime: ReuseRuntime, db: ColdStore, doc_id: str) -> dict:
+def precompute_one(runtime: H3RuntimeResource, db: ColdStore, doc_id: str) -> dict:
     """Stores one document's KV (if not stored yet) and indexes it in `kv_blocks`."""
     chunks = document_chunks(db, doc_id)
     if not chunks:
         raise ValueError(f"document {doc_id}: no chunks in the cold store (ingest it first)")
-    kept = fit_chunks(runtime, chunks, max_document_tokens(runtime))
-    meta, computed = runtime.precompute(doc_id, kept)
-    if computed or not db.rows("kv_blocks", f"kv_key = {sql_str(meta.key)}", ["kv_key"], 1):
+    kv = runtime.precompute(doc_id, chunks)
+    if kv.computed or not db.rows("kv_blocks", f"kv_key = {sql_str(kv.kv_key)}", ["kv_key"], 1):
         db.delete_where("kv_blocks", f"doc_id = {sql_str(doc_id)}")
-        now, bpt = time.time(), meta.bytes_per_token
+        now = time.time()
         db.add("kv_blocks", [{
-            "doc_id": doc_id, "kv_key": meta.key, "model_key": meta.model_key,
-            "format_version": FORMAT_VERSION, "group": g,
-            "token_start": g * meta.group_tokens,
-            "token_end": min((g + 1) * meta.group_tokens, meta.tokens),
-            "bytes": (min((g + 1) * meta.group_tokens, meta.tokens) - g * meta.group_tokens) * bpt,
-            "crc32": meta.crc32[g], "chunks": len(kept), "created_at": now,
-        } for g in range(meta.groups)])
-    return {"status": "ok", "kv_key": meta.key, "tokens": meta.tokens, "bytes": meta.nbytes,
-            "seconds": meta.seconds if computed else 0.0, "computed": computed,
-            "chunks_covered": len(kept), "chunks_total": len(chunks)}
+            "doc_id": doc_id, "kv_key": kv.kv_key, "model_key": kv.model_key,
+            "format_version": KV_FORMAT, "group": b, "token_start": block["token_start"],
+            "token_end": block["token_end"], "bytes": block["bytes"], "crc32": block["crc32"],
+            "chunks": kv.chunks_covered, "created_at": now,
+        } for b, block in enumerate(kv.blocks)])
+    return {"status": "ok", "kv_key": kv.kv_key, "tokens": kv.tokens, "bytes": kv.bytes,
+            "seconds": kv.seconds, "computed": kv.computed,
+            "chunks_covered": kv.chunks_covered, "chunks_total": kv.chunks_total}
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="kv", kinds={"torch"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(), code_version=f"kv-format-{FORMAT_VERSION}",
+       backfill_policy=BackfillPolicy.single_run(), code_version=f"kv-format-{KV_FORMAT}",
        deps=["cold_store"],  # lineage: the chunks as stored (ingestion's last stage)
        description="The default model's KV of each document (head + chunks), prefilled once and "
                    "stored checksummed in the cold tier; later questions load it.")
 def document_kv(context: AssetExecutionContext, store: ColdStoreResource,
                 h3_runtime: H3RuntimeResource) -> dict:
     db = store.get_store()
-    runtime = h3_runtime.get_runtime()
+    old = h3_runtime.drop_legacy_kv()
+    if old:
+        context.log.info(f"document_kv: {old} documents' KV stored in the first format "
+                         f"(per-document folders) removed; prefilling them again as blocks")
 
     def one(doc_id: str) -> dict:
         doc = db.get_document(doc_id)
@@ -107,7 +89,7 @@ def document_kv(context: AssetExecutionContext, store: ColdStoreResource,
             reason = "not in the cold store" if doc is None else doc.get("reason") or "not ok"
             return {"status": "failed", "reason": f"document {doc_id}: {reason}",
                     "source": (doc or {}).get("source")}
-        return {"source": doc.get("source"), **precompute_one(runtime, db, doc_id)}
+        return {"source": doc.get("source"), **precompute_one(h3_runtime, db, doc_id)}
 
     results = per_document(context, one)
     ok = [p for p in results.values() if p.get("status") == "ok"]
@@ -118,7 +100,6 @@ def document_kv(context: AssetExecutionContext, store: ColdStoreResource,
          "status": p["status"]} for d, p in results.items()])
     meta.update({"tokens": sum(p["tokens"] for p in ok), "bytes": sum(p["bytes"] for p in ok),
                  "prefill_seconds": round(sum(p["seconds"] for p in ok), 3),
-                 "cold_tier_bytes": runtime.store.usage_bytes(),
-                 "model_key": runtime.model_key, "format_version": FORMAT_VERSION})
+                 "legacy_documents_removed": old, **h3_runtime.kv_stats()})
     context.add_output_metadata(meta)
     return results

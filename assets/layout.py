@@ -106,11 +106,6 @@ def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
             "model": detector is not None}
 
 
-def load_layout(page_payload: dict, key: str = "blocks") -> lp.Layout:
-    """The layoutparser Layout of one page payload (blocks or detections)."""
-    return lp.load_dict(page_payload[key])
-
-
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "onnx"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Typed layout regions per page (title/text/table/figure/caption/formula/list/"

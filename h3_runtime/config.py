@@ -37,10 +37,9 @@ class RuntimeConfig:
     hbm_size_gb: float = 0.05  # hot-tier budget, GiB (2**30 bytes); never exceeded
     hbf_size_gb: float = 2.0  # warm-tier budget, GiB
     cold_storage_path: str | None = None  # None: $H3_HOME/kv
-    cold_storage_max_gb: float = 20.0  # the whole cold tier evicts to stay under this
-    # share of cold_storage_max_gb for precomputed document KV (kv/docs) when the runtime serves
-    # documents; the rest holds the blocks the tiered cache spills (kv/<xx>/*.kvb)
-    cold_docs_share: float = 0.8
+    # the whole cold tier (stored documents' blocks and the tiered cache's spilled ones, one
+    # LRU) evicts to stay under this
+    cold_storage_max_gb: float = 20.0
     # tokens per KV block (one layer), at most: a budget holding fewer than 32 block slots per
     # layer halves it down to 16 (kvcache/geometry.py)
     block_tokens: int = 64
@@ -59,8 +58,6 @@ class RuntimeConfig:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)
         _positive("runtime.hbf_size_gb", self.hbf_size_gb)
         _positive("runtime.cold_storage_max_gb", self.cold_storage_max_gb)
-        if not 0.0 < self.cold_docs_share < 1.0:
-            raise ConfigError(f"runtime.cold_docs_share must be in (0, 1), got {self.cold_docs_share!r}")
         for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens"):
             _positive(f"runtime.{name}", getattr(self, name))
         _one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))

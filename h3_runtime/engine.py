@@ -19,14 +19,14 @@ from pathlib import Path
 import torch
 
 from h3_runtime.config import H3Config
+from h3_runtime.decode import greedy_decode
 from h3_runtime.hf.attention import register
 from h3_runtime.hf.cache import H3Cache
-from h3_runtime.home import under_home
-from h3_runtime.kvcache.block import chain_hashes, content_key
-from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.block import BlockKeys
+from h3_runtime.kvcache.block_moves import TierContext
+from h3_runtime.kvcache.cold import KVBlockStore, cold_root
 from h3_runtime.kvcache.geometry import plan_geometry
 from h3_runtime.kvcache.hot import HotPool
-from h3_runtime.kvcache.layer_store import TierContext
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.tiers import WarmTier
 from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model
@@ -60,8 +60,7 @@ class H3Engine:
         self.selection = selection
         self.geometry = plan_geometry(self.budget_bytes, self.n_layers, self.bytes_per_token_layer,
                                       rt, selection=selection)
-        cold_path = Path(rt.cold_storage_path) if rt.cold_storage_path else under_home("kv")
-        self.cold = ColdStore(cold_path, int(rt.cold_storage_max_gb * GiB))
+        self.cold = KVBlockStore(cold_root(rt.cold_storage_path), int(rt.cold_storage_max_gb * GiB))
         self.scheduler = AhasScheduler(self.config.scheduler, self.config.hbf)
         self.fingerprint = fingerprint(model)
         self.stats_counters = TierStats()
@@ -77,30 +76,11 @@ class H3Engine:
         self._retire()
         pool = HotPool(self.budget_bytes)
         warm = WarmTier(int(self.config.runtime.hbf_size_gb * GiB), pin=self.device.type == "cuda")
-        cache: H3Cache
-        session = f"{time.time_ns():x}"
-
-        def cold_key(layer: int, b: int) -> str:
-            hashes = cache.prefix_hashes()
-            if b < len(hashes):
-                return content_key(hashes[b], layer)
-            return f"s{session}-L{layer:03d}-B{b}"
-
-        ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, cold_key,
+        keys = BlockKeys(self.fingerprint, self.geometry.block_tokens, f"{time.time_ns():x}")
+        ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, keys.cold_key,
                           selection=self.selection,
                           exact_prefill=self.config.runtime.prefill_attention == "exact")
-        cache = H3Cache(self.n_layers, self.geometry, ctx, self.device, exact_allowed)
-        T, fp = self.geometry.block_tokens, self.fingerprint
-        memo: dict[int, list[str]] = {}
-
-        def prefix_hashes() -> list[str]:
-            n = len(cache.token_ids) // T
-            if n not in memo:
-                memo.clear()
-                memo[n] = chain_hashes(fp, cache.token_ids[: n * T], T)
-            return memo[n]
-
-        cache.prefix_hashes = prefix_hashes  # type: ignore[attr-defined]
+        cache = H3Cache(self.n_layers, self.geometry, ctx, keys, self.device, exact_allowed)
         self.cache = cache
         return cache
 
@@ -114,26 +94,6 @@ class H3Engine:
         if self.cache is not None:
             self.hot_peak_bytes = max(self.hot_peak_bytes, self.cache.pool.peak_bytes)
             self.cache.release()
-
-    def cache_from_cold(self, token_ids: list[int]) -> tuple[H3Cache, int]:
-        """A cache pre-filled with the longest prefix of `token_ids` whose blocks (every layer)
-        are in the cold tier (each verified on load). Returns (cache, prefix tokens loaded)."""
-        cache = self.new_cache()
-        T = self.geometry.block_tokens
-        hashes = chain_hashes(self.fingerprint, list(token_ids), T)
-        blocks: list[list] = [[] for _ in range(self.n_layers)]
-        for h in hashes:
-            keys = [content_key(h, layer) for layer in range(self.n_layers)]
-            if not all(self.cold.lookup(k) for k in keys):
-                break
-            loaded = [self.cold.load(k) for k in keys]  # IntegrityError on any flipped bit
-            for layer, block in enumerate(loaded):
-                blocks[layer].append(block)
-                self.stats_counters.move("cold->warm", block.nbytes)
-        n = len(blocks[0]) * T
-        if n:
-            cache.load_prefix_blocks(blocks, list(token_ids))
-        return cache, n
 
     # ---- running the model --------------------------------------------------------------------
     def wrap_forward(self, forward: Callable) -> Callable:
@@ -184,7 +144,7 @@ class H3Engine:
     def generate(self, prompt: str | list[int] | torch.Tensor, max_new_tokens: int = 64,
                  cache: H3Cache | None = None, return_ids: bool = False):
         """Greedy generation on the tiered cache. `prompt`: text or token ids; `cache`: e.g. one
-        from `cache_from_cold` (its tokens must be a prefix of the prompt). Returns the text."""
+        holding loaded KV (its tokens must be a prefix of the prompt). Returns the text."""
         ids = self._ids(prompt)
         cache = cache if cache is not None else self.new_cache()
         done = cache.get_seq_length()
@@ -194,16 +154,9 @@ class H3Engine:
         out = self._forward_chunks(forward, cache, input_ids=ids[:, done:].to(self.device),
                                    logits_to_keep=1)
         t1 = time.perf_counter()
-        new: list[int] = []
         eos = getattr(self.tokenizer, "eos_token_id", None)
-        for _ in range(max_new_tokens):
-            token = int(out.logits[0, -1].argmax())
-            new.append(token)
-            if token == eos or len(new) == max_new_tokens:
-                break
-            step = torch.tensor([[token]], device=self.device)
-            cache.note_tokens(step)
-            out = forward(input_ids=step, cache=cache, use_cache=True)
+        new = greedy_decode(self.model, cache, out.logits[0, -1], max_new_tokens,
+                            eos_ids=(eos,) if isinstance(eos, int) else (), forward=forward)
         t2 = time.perf_counter()
         self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1, "decode_tokens": len(new) - 1,
                         "prompt_tokens": ids.shape[1], "prefill_tokens_computed": ids.shape[1] - done}
@@ -232,18 +185,6 @@ class H3Engine:
         ids = (torch.arange(n_tokens) * 7919 % max(vocab - 10, 1) + 5)[None]  # (1, n)
         self.generate(ids, max_new_tokens=4)
         return self.stats()
-
-    def store_prefix(self, token_ids: list[int]) -> dict:
-        """Prefills `token_ids` and writes every complete block of every layer to the cold tier
-        (content-keyed: a later `cache_from_cold` with the same prefix finds them)."""
-        ids = torch.as_tensor(token_ids)[None]
-        cache = self.new_cache(exact_allowed=False)
-        with torch.inference_mode():
-            self._forward_chunks(self._raw_forward(), cache, input_ids=ids.to(self.device),
-                                 logits_to_keep=1)
-        written = cache.flush_to_cold()
-        blocks = len(token_ids) // self.geometry.block_tokens
-        return {"tokens": len(token_ids), "blocks_per_layer": blocks, "files_written": written}
 
     # ---- reporting ----------------------------------------------------------------------------
     def full_kv_bytes(self, n_tokens: int | None = None) -> int:

@@ -8,45 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# What a layout region can be. "ocr_text" is text recovered by OCR from a page with no text layer.
-REGION_KINDS: tuple[str, ...] = (
-    "title", "text", "table", "figure", "caption", "formula", "list", "header", "footer",
-    "ocr_text", "code",
-)
-# Regions that structural recall returns as themselves (bbox = the region).
-STRUCTURAL_KINDS: tuple[str, ...] = ("table", "figure", "formula")
-
 BBox = tuple[float, float, float, float]
-
-
-@dataclass(frozen=True, slots=True)
-class Region:
-    doc_id: str
-    region_id: str  # stable within a document version: f"{doc_id}:p{page}:r{index}"
-    page: int
-    kind: str
-    bbox: BBox
-    text: str
-    order: int  # reading order on the page
-
-    def __post_init__(self) -> None:
-        if self.kind not in REGION_KINDS:
-            raise ValueError(f"unknown region kind {self.kind!r}; allowed: {REGION_KINDS}")
-        if self.page < 1:
-            raise ValueError(f"page is 1-based, got {self.page}")
-
-
-@dataclass(frozen=True, slots=True)
-class Chunk:
-    doc_id: str
-    chunk_id: str
-    page: int  # the page where the chunk starts
-    bbox: BBox  # union of its regions' boxes on that page
-    text: str
-    section: str  # the heading it falls under ("" before the first heading)
-    kind: str  # the dominant region kind
-    token_count: int
-    region_ids: tuple[str, ...] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True, slots=True)

@@ -125,16 +125,9 @@ ORG_HEAD_WORDS: frozenset[str] = frozenset({
 })
 
 
-# Chinese: no trained pipeline exists offline, so organisations are found by their legal suffix
-# and people by a role word next to them (see resources/nlp/zh.py).
-ZH_ORG_REGEX = re.compile(
-    r"[\u4e00-\u9fffA-Za-z0-9]{2,12}?(?:" + "|".join(ZH_ORG_SUFFIXES) + r")"
-)
-
-
 # Types whose members are *names*: the small NER model often confuses them ("Bluefin Analytics"
 # tagged PERSON), so a name's identity does not include its type; the node's type is decided by
-# a vote over its mentions and the relations it takes part in (resources/nlp/graph.py).
+# a vote over its mentions and the relations it takes part in (resources/graph/build.py).
 NAME_TYPES: frozenset[str] = frozenset({"ORG", "PERSON", "GPE", "PRODUCT", "NORP", "EVENT"})
 
 

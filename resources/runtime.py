@@ -1,41 +1,64 @@
-"""`H3RuntimeResource`: the H³ runtime as a Dagster resource, opened once per process.
+"""`H3RuntimeResource`: the H³ runtime as a Dagster resource, opened once per process, and the
+assets' one door into it (precompute, ask, stats).
 
-It loads the engine (model + tiered KV cache) from h3_config.yaml, and the document-KV store of
-the cold tier (`$H3_HOME/kv/docs` unless `runtime.cold_storage_path` says otherwise). One cap,
-`runtime.cold_storage_max_gb`, covers the whole cold tier: document KV gets `cold_docs_share` of
-it and the blocks the tiered cache spills (beside it, in `kv/`) the rest, so the two together
-never exceed the cap. Assets call `get_runtime()` for a `ReuseRuntime`; the CLI uses
-the same resource outside Dagster, so a question asked from `h3 ask` and one asked by an asset
-load the same stored KV.
+It loads the engine (model + tiered KV cache) from h3_config.yaml. The engine's KV block store
+(`$H3_HOME/kv` unless `runtime.cold_storage_path` says otherwise, capped at
+`runtime.cold_storage_max_gb`) holds both the blocks the tiered cache spills and the stored
+documents' KV, indexed per document under `<cold tier>/docs`. Assets call `precompute` /
+`kv_stats` (and `get_runtime()` to ask questions); the CLI uses the same resource outside
+Dagster, so a question asked from `h3 ask` and one asked by an asset load the same stored KV.
+The runtime is cached process-wide (not built in `setup_for_execution`): loading the model takes
+seconds, and every run in a process (and `h3 ask`) reuses it.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from dagster import ConfigurableResource
 from pydantic import Field
 
 from h3_runtime.config import H3Config
 from h3_runtime.home import under_home
-from h3_runtime.reuse.runtime import ReuseRuntime
-from h3_runtime.reuse.store import DocKVStore
+from h3_runtime.kvcache.cold import cold_root
+from h3_runtime.reuse.doc_kv import FORMAT_VERSION as KV_FORMAT
+from h3_runtime.reuse.prompt import ChunkText
 from resources.settings import config_path
 
-GiB = 2**30
+if TYPE_CHECKING:
+    from h3_runtime.reuse.runtime import ReuseRuntime
+
+__all__ = ["ChunkText", "H3RuntimeResource", "KV_FORMAT", "Precomputed", "doc_kv_root"]
+
 _OPEN: dict[tuple, ReuseRuntime] = {}
 _LOCK = threading.Lock()
 
 
 def doc_kv_root(cfg: H3Config) -> Path:
-    """Where document KV lives: `<cold tier>/docs` (the engine's own blocks live beside it)."""
-    base = Path(cfg.runtime.cold_storage_path) if cfg.runtime.cold_storage_path else under_home("kv")
-    return base / "docs"
+    """Where the stored documents' indexes live: `<cold tier>/docs` (their blocks: the tier)."""
+    return cold_root(cfg.runtime.cold_storage_path) / "docs"
+
+
+@dataclass(slots=True)
+class Precomputed:
+    """One document's stored KV, as the `document_kv` asset reports and indexes it."""
+
+    kv_key: str
+    model_key: str
+    tokens: int
+    bytes: int
+    seconds: float  # prefill time (0.0 when it was already stored)
+    computed: bool
+    chunks_covered: int
+    chunks_total: int
+    blocks: list[dict] = field(default_factory=list)  # token_start, token_end, bytes, crc32
 
 
 class H3RuntimeResource(ConfigurableResource):
-    """The tiered-KV runtime and its cold store of precomputed document KV."""
+    """The tiered-KV runtime and the stored KV of documents."""
 
     config_file: str | None = Field(
         default=None, description="h3_config.yaml to use; null: $H3_CONFIG or the repository's")
@@ -44,40 +67,61 @@ class H3RuntimeResource(ConfigurableResource):
                                   "plain DynamicCache (full attention, no budget)")
     recompute_tokens: int = Field(
         default=16, description="tokens recomputed at the start of each re-positioned span")
-    group_tokens: int = Field(default=256, description="tokens per stored KV file")
 
     def load_config(self) -> H3Config:
         path = self.config_file or config_path()
         return H3Config.from_any(str(path) if path else None)
 
     def get_runtime(self) -> ReuseRuntime:
-        """The process-wide runtime for this configuration (loaded on first use, ~5 s)."""
+        """The process-wide `ReuseRuntime` for this configuration (loaded on first use, ~5 s)."""
         cfg = self.load_config()
-        key = (repr(cfg), self.tiered_cache, self.recompute_tokens, self.group_tokens,
-               str(under_home()))
+        key = (repr(cfg), self.tiered_cache, self.recompute_tokens, str(under_home()))
         with _LOCK:
             if key not in _OPEN:
                 _OPEN[key] = self._open(cfg)
             return _OPEN[key]
 
     def _open(self, cfg: H3Config) -> ReuseRuntime:
-        from h3_runtime import engine as engine_module  # heavy: torch + transformers
+        from h3_runtime.engine import H3Engine  # heavy: loads the model
+        from h3_runtime.reuse.doc_kv import DocumentKV
+        from h3_runtime.reuse.runtime import ReuseRuntime
 
-        engine = engine_module.H3Engine(config=cfg)
-        cap = int(cfg.runtime.cold_storage_max_gb * GiB)
-        docs_cap = int(cap * cfg.runtime.cold_docs_share)
-        store = DocKVStore(doc_kv_root(cfg), docs_cap)
-        engine.cold.set_cap(cap - docs_cap)
+        engine = H3Engine(config=cfg)
+        store = DocumentKV(engine.cold, doc_kv_root(cfg))
+        chunk = cfg.runtime.prefill_chunk_tokens
         if not self.tiered_cache:
             return ReuseRuntime(engine.model, engine.tokenizer, store,
-                                recompute_tokens=self.recompute_tokens,
-                                group_tokens=self.group_tokens,
-                                chunk_tokens=cfg.runtime.prefill_chunk_tokens)
+                                recompute_tokens=self.recompute_tokens, chunk_tokens=chunk)
         engine.model.set_attn_implementation("h3")  # sparse layers attend over the tiers
         runtime = ReuseRuntime(engine.model, engine.tokenizer, store,
                                cache_factory=engine.new_cache, cache_stats=engine.cache_stats,
-                               recompute_tokens=self.recompute_tokens,
-                               group_tokens=self.group_tokens,
-                               chunk_tokens=cfg.runtime.prefill_chunk_tokens)
+                               recompute_tokens=self.recompute_tokens, chunk_tokens=chunk)
         runtime.engine = engine
         return runtime
+
+    # ---- what the assets use ------------------------------------------------------------------
+    def precompute(self, doc_id: str, chunks: list[ChunkText]) -> Precomputed:
+        """Stores the document's KV (the leading chunks that fit the model's context) unless it
+        is stored already."""
+        runtime = self.get_runtime()
+        kept = runtime.fit_chunks(chunks)
+        index, computed = runtime.precompute(doc_id, kept)
+        bpt = index.bytes_per_token
+        blocks = []
+        for b, crc in enumerate(index.crc32):
+            start, end = index.block_span(b)
+            blocks.append({"token_start": start, "token_end": end, "bytes": (end - start) * bpt,
+                           "crc32": crc})
+        return Precomputed(index.key, index.model_key, index.tokens, index.nbytes,
+                           index.seconds if computed else 0.0, computed, len(kept), len(chunks),
+                           blocks)
+
+    def drop_legacy_kv(self) -> int:
+        """Removes document KV stored in the first format (it is prefilled again); how many."""
+        return self.get_runtime().store.drop_legacy()
+
+    def kv_stats(self) -> dict:
+        """The cold tier's bytes, the model's fingerprint and the stored KV's format."""
+        runtime = self.get_runtime()
+        return {"cold_tier_bytes": runtime.store.usage_bytes(), "model_key": runtime.model_key,
+                "format_version": KV_FORMAT}

@@ -32,7 +32,7 @@ def test_pca_dim_below_128_is_refused_naming_the_key():
         ({"hbf": {"ann_index_type": "FLAT"}}, "hbf.ann_index_type"),
         ({"cold_storage": {"ocr_enabled": "yes"}}, "cold_storage.ocr_enabled"),
         ({"scheduler": {"hbm_threshold": 0.2}}, "thresholds"),
-        ({"runtime": {"cold_docs_share": 1.0}}, "runtime.cold_docs_share"),
+        ({"runtime": {"cold_storage_max_gb": 0}}, "runtime.cold_storage_max_gb"),
     ],
 )
 def test_bad_keys_and_values_are_errors_naming_the_key(data, key):

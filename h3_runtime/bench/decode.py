@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import DynamicCache
 
-from h3_runtime.bench.needle import BENCH_CONFIG, _run_variant, full_attention, passkey_prompt
+from h3_runtime.bench.needle import BENCH_CONFIG, full_attention, passkey_prompt, run_variant
+from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
-from h3_runtime.reuse.assemble import greedy_decode
+from h3_runtime.reuse.cache_io import PlainCache
 
 H3_BUDGETS = (0.10, 0.20)
 
@@ -29,7 +29,7 @@ H3_BUDGETS = (0.10, 0.20)
 def full_decode(model, prompt_kv: list, ids: list[int], n_new: int) -> tuple[list[int], float]:
     """Greedy decode on a DynamicCache rebuilt from the prompt KV (all but the last prompt
     token, which is run here for the first logits). Returns (new ids, ms per decoded token)."""
-    cache = DynamicCache(config=model.config)
+    cache = PlainCache(config=model.config)
     m = len(ids) - 1
     for layer, (k, v) in enumerate(prompt_kv):
         cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)  # (1, H_kv, m, D)
@@ -63,7 +63,7 @@ def run_decode(out_dir: Path, quick: bool) -> dict:
                 name = f"h3_{int(frac * 100)}%"
                 engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=full_kv * frac / 2**30,
                                   cold_storage_path=Path(out_dir) / "decode-kv", config=BENCH_CONFIG)
-                r = _run_variant(engine, ids, n_new, prompt_kv)
+                r = run_variant(engine, ids, n_new, prompt_kv)
                 tokens = max(engine.stats()["decode_tokens"], 1)
                 ms[name].append(1000 * r["decode_s"] / tokens)
                 peaks[name] = (r["hot_peak_bytes"], r["hot_budget_bytes"])

@@ -25,11 +25,11 @@ import time
 from pathlib import Path
 
 import torch
-from transformers import DynamicCache
 
 from h3_runtime.bench.plots import plot_needle, plot_scale
+from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
-from h3_runtime.reuse.assemble import greedy_decode
+from h3_runtime.reuse.cache_io import PlainCache
 
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
 BUDGETS = (0.05, 0.10, 0.20)
@@ -58,7 +58,7 @@ def full_attention(model, ids: list[int], max_new: int,
     """Greedy decoding with transformers' DynamicCache and sdpa: (ids, prefill s, decode s).
     `keep`, when given, receives the prompt's KV per layer ((H_kv, n, D) keys, values)."""
     model.set_attn_implementation("sdpa")
-    cache = DynamicCache(config=model.config)
+    cache = PlainCache(config=model.config)
     t0 = time.perf_counter()
     out = model(torch.tensor([ids]), cache=cache, use_cache=True, logits_to_keep=1)
     t1 = time.perf_counter()
@@ -69,8 +69,8 @@ def full_attention(model, ids: list[int], max_new: int,
     return new, t1 - t0, time.perf_counter() - t1b
 
 
-def _run_variant(engine: H3Engine, ids: list[int], max_new: int,
-                 prompt_kv: list | None = None) -> dict:
+def run_variant(engine: H3Engine, ids: list[int], max_new: int,
+                prompt_kv: list | None = None) -> dict:
     """One tiered run. With prompt_kv, the complete blocks before the last prompt token are
     loaded into the tiers first and only the rest of the prompt is computed here."""
     cache, loaded = None, 0
@@ -112,7 +112,7 @@ def run_needle(out_dir: Path, quick: bool) -> dict:
                 engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=full_kv * frac / 2**30,
                                   cold_storage_path=Path(out_dir) / "needle-kv", selection=selection,
                                   config=BENCH_CONFIG)
-                row[name] = _run_variant(engine, ids, max_new,
+                row[name] = run_variant(engine, ids, max_new,
                                          None if name == OWN_PREFILL else prompt_kv)
                 engine.new_cache()  # release this run's tiers
             del prompt_kv

@@ -33,8 +33,8 @@ def _variant(name: str, frac: float, n: int, out_dir: str, queue) -> None:
     torch.set_num_threads(torch.get_num_threads())
     from transformers import DynamicCache
 
-    from h3_runtime.bench.ruler_tasks import passkey
     from h3_runtime.engine import H3Engine
+    from h3_runtime.evals.ruler_tasks import passkey
 
     base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "prefill-kv")
     model, tok = base.model, base.tokenizer

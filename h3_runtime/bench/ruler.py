@@ -1,5 +1,5 @@
-"""`h3 bench --scenario ruler`: RULER-style tasks (ruler_tasks.py) at 4K and 8K tokens and the
-varied-prose passkey at 2K-8K, full attention vs H3 at several fractions of the full KV and the
+"""`h3 bench --scenario ruler`: RULER-style tasks (evals/ruler_tasks.py) at 4K and 8K tokens and
+the varied-prose passkey at 2K-8K, full attention vs H3 at several fractions of the full KV and the
 sinks + window baseline, side by side in one run with the shipped defaults (h3_config.yaml).
 
 Cost control (2 CPU cores): each prompt is prefilled once with full attention (DynamicCache +
@@ -26,12 +26,13 @@ from pathlib import Path
 import torch
 from transformers import DynamicCache
 
-from h3_runtime.bench.needle import _run_variant
-from h3_runtime.bench.ruler_tasks import TASKS, Sample, make_sample, passkey, string_match_all
+from h3_runtime.bench.needle import run_variant
+from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
+from h3_runtime.evals.ruler_tasks import TASKS, Sample, make_sample, passkey, string_match_all
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.geometry import BudgetTooSmallError
-from h3_runtime.reuse.assemble import greedy_decode
+from h3_runtime.reuse.cache_io import PlainCache
 
 GiB = 2**30
 RULER_VARIANTS = (("window_10%", 0.10, False), ("h3_10%", 0.10, True), ("h3_5%", 0.05, True),
@@ -78,7 +79,7 @@ def _prefill_only(model, ids: list[int], keep: list) -> None:
 def full_answer(model, kv: list, ids: list[int], max_new: int, eos: int | None) -> list[int]:
     """Full attention's greedy answer from the prompt KV (the last prompt token is run here)."""
     model.set_attn_implementation("sdpa")
-    cache = DynamicCache(config=model.config)
+    cache = PlainCache(config=model.config)
     m = len(ids) - 1
     for layer, (k, v) in enumerate(kv):
         cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)  # (1, H_kv, m, D)
@@ -104,7 +105,7 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
         except BudgetTooSmallError as exc:
             row[name] = {"error": str(exc), "score": 0.0, "text": ""}
             continue
-        r = _run_variant(engine, s.ids, s.max_new, kv)
+        r = run_variant(engine, s.ids, s.max_new, kv)
         text = tok.decode(r["ids"], skip_special_tokens=True)
         g = engine.geometry
         row[name] = {"text": text, "score": string_match_all(text, s.answers),

@@ -15,11 +15,16 @@ import torch
 from transformers import Cache
 from transformers.cache_utils import CacheLayerMixin
 
+from h3_runtime.kvcache.block import BlockKeys
+from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot import HotPool
-from h3_runtime.kvcache.layer_store import LayerStore, TierContext
+from h3_runtime.kvcache.layer_store import LayerStore
 
-_pending = threading.local()  # update() -> attention: which cache/layer owns these new keys
+# update() -> attention: which cache/layer owns these new keys. transformers' attention
+# interface is called with the module, q, k, v and the mask only (not the cache), so the sparse
+# update hands its layer over here; the key tensor's identity ties the two calls together.
+_pending = threading.local()
 
 
 def take_pending(key: torch.Tensor) -> tuple[H3Cache, int] | None:
@@ -61,19 +66,29 @@ class H3Layer(CacheLayerMixin):
 
 
 class H3Cache(Cache):
-    def __init__(self, n_layers: int, geometry: Geometry, ctx: TierContext,
+    def __init__(self, n_layers: int, geometry: Geometry, ctx: TierContext, block_keys: BlockKeys,
                  device: torch.device | str = "cpu", exact_allowed: bool = True):
+        """`block_keys`: the cold-tier keys of this sequence's blocks (the one `ctx` uses)."""
         super().__init__(layers=[H3Layer() for _ in range(n_layers)])
         self.device = torch.device(device)
         self.geometry, self.ctx = geometry, ctx
         self.exact_allowed = exact_allowed
         self.sparse = False
-        self.token_ids: list[int] = []  # ids seen so far (content keys for the cold tier)
+        self.block_keys = block_keys  # ids seen so far -> content keys for the cold tier
         self._transient = 0
 
     @property
     def pool(self) -> HotPool:
         return self.ctx.pool
+
+    @property
+    def token_ids(self) -> list[int]:
+        """The ids seen so far (batch 1)."""
+        return self.block_keys.token_ids
+
+    def prefix_hashes(self) -> list[str]:
+        """The chained prefix hash of each complete block seen so far."""
+        return self.block_keys.prefix_hashes()
 
     def exact_fits(self, new_tokens: int) -> bool:
         """Whether all KV after `new_tokens` more, plus one layer's transient, fits the budget."""
@@ -98,7 +113,7 @@ class H3Cache(Cache):
     def note_tokens(self, input_ids: torch.Tensor | None) -> None:
         """Records the ids of the next forward (batch 1), for content-addressed cold keys."""
         if input_ids is not None and input_ids.shape[0] == 1:
-            self.token_ids.extend(input_ids[0].tolist())
+            self.block_keys.extend(input_ids[0].tolist())
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int,
                *args, **kwargs) -> tuple[torch.Tensor, torch.Tensor]:
@@ -127,7 +142,7 @@ class H3Cache(Cache):
             layer.keys = torch.cat([layer.keys, key_states], dim=-2)  # (B, H_kv, n + q, D)
             layer.values = torch.cat([layer.values, value_states], dim=-2)
             self.pool.release(old, "exact kv")
-            self.pool.occupied_bytes += nbytes
+            self.pool.occupy(nbytes)
             layer.n_exact += q
             return layer.keys, layer.values
         if layer.store is None:
@@ -149,7 +164,7 @@ class H3Cache(Cache):
             keys, values = layer.keys[0].to("cpu"), layer.values[0].to("cpu")  # (H_kv, n, D)
             freed = layer.keys.nbytes + layer.values.nbytes
             self.pool.release(freed, "exact kv")
-            self.pool.occupied_bytes -= freed
+            self.pool.vacate(freed)
         layer.keys = layer.values = None
         store = LayerStore(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
         if keys is not None:
@@ -165,21 +180,12 @@ class H3Cache(Cache):
             self.pool.release(self._transient, "transient chunk")
             self._transient = 0
 
-    def load_prefix_blocks(self, blocks: list[list], token_ids: list[int]) -> None:
-        """Pre-populates an empty cache from complete blocks (blocks[layer][b] = KVBlock), e.g.
-        loaded from the cold tier: exact mode when they fit, else straight into the tiers."""
-        if self.get_seq_length():
-            raise ValueError("load_prefix_blocks needs an empty cache")
-        keys = torch.stack([torch.cat([b.keys for b in layer], 1) for layer in blocks])
-        values = torch.stack([torch.cat([b.values for b in layer], 1) for layer in blocks])
-        self.append_kv(keys, values, list(token_ids[: keys.shape[2]]))  # (L, H_kv, n, D)
-
     def append_kv(self, keys: torch.Tensor, values: torch.Tensor, token_ids: list[int]) -> None:
         """Appends T precomputed tokens to every layer (keys, values: (L, H_kv, T, D), e.g.
         document KV loaded from the cold tier): hot while the whole KV still fits the budget
         (exact mode), else into the tiers (sparse mode; the hot budget holds either way)."""
         n = keys.shape[2]
-        self.token_ids.extend(int(t) for t in token_ids)
+        self.block_keys.extend(token_ids)
         if not self.sparse and not self.exact_fits(n):
             self.sparse = True
         for layer_idx in range(keys.shape[0]):
@@ -195,10 +201,6 @@ class H3Cache(Cache):
                 self._to_sparse(layer_idx, empty_k)
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
 
-    def flush_to_cold(self) -> int:
-        """Writes every complete block of every sparse layer to the cold tier."""
-        return sum(layer.store.flush_to_cold() for layer in self.layers if layer.store is not None)
-
     def release(self) -> None:
         """Frees everything this cache holds in hot and warm (cold files stay for reuse)."""
         for layer in self.layers:
@@ -208,5 +210,5 @@ class H3Cache(Cache):
             elif layer.keys is not None and layer.is_initialized:
                 freed = layer.keys.nbytes + layer.values.nbytes
                 self.pool.release(freed, "exact kv")
-                self.pool.occupied_bytes -= freed
+                self.pool.vacate(freed)
                 layer.keys = layer.values = None

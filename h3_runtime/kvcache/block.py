@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
+# the dtypes KV is stored in, by the name files and configs use
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
 
 @dataclass(frozen=True, slots=True)
 class BlockId:
@@ -30,20 +33,61 @@ class KVBlock:
         return self.keys.nbytes + self.values.nbytes
 
 
-def chain_hashes(model_fingerprint: str, token_ids: list[int], block_tokens: int) -> list[str]:
-    """One hex key per complete block: h_b = sha256(h_{b-1} || tokens of block b).
+def _chain_seed(model_fingerprint: str, block_tokens: int) -> bytes:
+    return hashlib.sha256(f"h3-kv-v1|{model_fingerprint}|{block_tokens}".encode()).digest()
+
+
+def _chain_step(h: bytes, block: list[int]) -> bytes:
+    return hashlib.sha256(h + b"|" + ",".join(map(str, block)).encode()).digest()
+
+
+def chain_hashes(model_fingerprint: str, token_ids: list[int], block_tokens: int,
+                 partial_tail: bool = False) -> list[str]:
+    """One hex key per complete block: h_b = sha256(h_{b-1} || tokens of block b); with
+    `partial_tail`, one more for the tokens after the last complete block (a stored document's
+    shorter last block).
 
     A block's key therefore depends on the whole prefix up to its end, which is exactly what
     its KV depends on in a causal model (same prefix, same model -> same KV)."""
     out: list[str] = []
-    h = hashlib.sha256(f"h3-kv-v1|{model_fingerprint}|{block_tokens}".encode()).digest()
-    for start in range(0, len(token_ids) - block_tokens + 1, block_tokens):
-        chunk = token_ids[start : start + block_tokens]
-        h = hashlib.sha256(h + b"|" + ",".join(map(str, chunk)).encode()).digest()
+    h = _chain_seed(model_fingerprint, block_tokens)
+    end = len(token_ids) if partial_tail else len(token_ids) - block_tokens + 1
+    for start in range(0, end, block_tokens):
+        h = _chain_step(h, token_ids[start : start + block_tokens])
         out.append(h.hex())
     return out
 
 
-def content_key(prefix_hash: str, layer: int) -> str:
-    """The cold-tier key of one layer's block whose prefix hash is `prefix_hash`."""
-    return f"{prefix_hash[:40]}-L{layer:03d}"
+class BlockKeys:
+    """The cold-tier key of every block of one sequence, from the token ids seen so far: the
+    content key (chained prefix hash + layer) of each complete block whose ids are known, a key
+    private to this sequence otherwise. The chain is extended incrementally as ids arrive."""
+
+    def __init__(self, model_fingerprint: str, block_tokens: int, session: str):
+        self.block_tokens, self.session = block_tokens, session
+        self.token_ids: list[int] = []  # ids seen so far (a sequence only grows)
+        self._hashes: list[str] = []
+        self._last = _chain_seed(model_fingerprint, block_tokens)
+
+    def extend(self, token_ids: list[int]) -> None:
+        self.token_ids.extend(int(t) for t in token_ids)
+
+    def prefix_hashes(self) -> list[str]:
+        """The chained hash of each complete block so far (same as `chain_hashes`)."""
+        T = self.block_tokens
+        for b in range(len(self._hashes), len(self.token_ids) // T):
+            self._last = _chain_step(self._last, self.token_ids[b * T : (b + 1) * T])
+            self._hashes.append(self._last.hex())
+        return self._hashes
+
+    def cold_key(self, layer: int, b: int) -> str:
+        hashes = self.prefix_hashes()
+        if b < len(hashes):
+            return content_key(hashes[b], layer)
+        return f"s{self.session}-L{layer:03d}-B{b}"
+
+
+def content_key(prefix_hash: str, layer: int | None) -> str:
+    """The cold-tier key of one layer's block whose prefix hash is `prefix_hash`; `layer=None`:
+    the block of every layer (a stored document's)."""
+    return f"{prefix_hash[:40]}-all" if layer is None else f"{prefix_hash[:40]}-L{layer:03d}"

@@ -1,18 +1,23 @@
-"""The cold tier: one checksummed file per block under `cold_storage_path`.
+"""The cold tier: `KVBlockStore`, the one store of KV blocks on disk, under `cold_storage_path`.
 
-Blocks are addressed by content key (see block.content_key), so a later process finds the
-blocks an earlier one wrote (reuse after a restart). Every load verifies the crc32 recorded in
-the file's header. The folder is capped at `max_bytes`: storing past the cap evicts the least
-recently used files first (a load touches its file's mtime, which is the LRU clock).
+One checksummed file per block, addressed by content key (block.content_key: the chained hash of
+the token prefix up to the block's end + layer), so a later process finds the blocks an earlier
+one wrote (reuse after a restart) and the same prefix is stored once. Two kinds of blocks share
+it: one layer's block spilled by the tiered cache (`(H_kv, T, D)`, key `...-L007`) and a stored
+document's block of every layer (`(L, H_kv, T, D)`, key `...-all`; reuse/doc_kv.py indexes them
+per document). Every load verifies the crc32 recorded in the file's header. The whole folder is
+capped at `max_bytes`: storing past the cap evicts the least recently used files first (a load
+touches its file's mtime, which is the LRU clock).
 
 File layout: 4-byte little-endian header length, JSON header
-{"shape": [H, T, D], "dtype": "float32", "crc32": ..., "layer": ..., "index": ...}, then the
+{"shape": [..., T, D], "dtype": "float32", "crc32": ..., "layer": ..., "index": ...}, then the
 raw key bytes, then the raw value bytes.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
 import time
@@ -20,15 +25,20 @@ from pathlib import Path
 
 import torch
 
-from h3_runtime.kvcache.block import KVBlock
+from h3_runtime.home import under_home
+from h3_runtime.kvcache.block import DTYPES, KVBlock
 from h3_runtime.kvcache.checksum import IntegrityError, tensor_bytes, verify
 from h3_runtime.kvcache.tiers import Tier
 
 SUFFIX = ".kvb"
-_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
-class ColdStore(Tier):
+def cold_root(cold_storage_path: str | Path | None) -> Path:
+    """The cold tier's folder: `runtime.cold_storage_path`, or `$H3_HOME/kv` when it is null."""
+    return Path(cold_storage_path) if cold_storage_path else under_home("kv")
+
+
+class KVBlockStore(Tier):
     medium = "cold"
 
     def __init__(self, root: str | Path, max_bytes: int):
@@ -93,12 +103,21 @@ class ColdStore(Tier):
         if key not in self._index:
             raise KeyError(key)
         path = self.path_for(key)
+        what = f"cold block {path.name}"
         try:
-            data = path.read_bytes()
+            with open(path, "rb", buffering=0) as f:
+                size = os.fstat(f.fileno()).st_size
+                head = f.read(4)
+                hlen = struct.unpack("<I", head)[0] if len(head) == 4 else 0
+                header = f.read(hlen)
+                payload = bytearray(max(size - 4 - hlen, 0))  # the tensors are views of it
+                got = f.readinto(payload)
         except FileNotFoundError:
             self._forget(key)
             raise KeyError(key) from None
-        return decode_block(data, what=f"cold block {path.name}")
+        if len(head) != 4 or got != len(payload):
+            raise IntegrityError(f"{what}: truncated file")
+        return _decode(header, payload, what)
 
     def touch(self, key: str) -> None:
         if key in self._index:
@@ -134,21 +153,29 @@ class ColdStore(Tier):
             self.evictions += 1
 
 
+ColdStore = KVBlockStore  # the name the tiered cache and the tools have used
+
+
 def decode_block(data: bytes, what: str) -> KVBlock:
     """Parses a block file's bytes and verifies its checksum (IntegrityError names `what`)."""
     try:
         (hlen,) = struct.unpack_from("<I", data, 0)
-        header = json.loads(data[4 : 4 + hlen])
-        shape, dtype, crc = header["shape"], _DTYPES[header["dtype"]], int(header["crc32"])
-    except (struct.error, ValueError, KeyError, UnicodeDecodeError) as exc:
+    except struct.error as exc:
         raise IntegrityError(f"{what}: unreadable header ({exc})") from exc
-    payload = memoryview(data)[4 + hlen :]
-    numel = shape[0] * shape[1] * shape[2]
-    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    return _decode(data[4 : 4 + hlen], bytearray(memoryview(data)[4 + hlen :]), what)
+
+
+def _decode(header_bytes: bytes, payload: bytearray, what: str) -> KVBlock:
+    try:
+        header = json.loads(header_bytes)
+        shape, dtype, crc = header["shape"], DTYPES[header["dtype"]], int(header["crc32"])
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        raise IntegrityError(f"{what}: unreadable header ({exc})") from exc
+    nbytes = math.prod(shape) * dtype.itemsize
     if len(payload) != 2 * nbytes:
         raise IntegrityError(f"{what}: {len(payload)} payload bytes, expected {2 * nbytes}")
-    flat = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
-    keys = flat[:nbytes].view(dtype).reshape(shape)  # (H_kv, T, D)
+    flat = torch.frombuffer(payload, dtype=torch.uint8)
+    keys = flat[:nbytes].view(dtype).reshape(shape)  # (H_kv, T, D) or (L, H_kv, T, D)
     values = flat[nbytes:].view(dtype).reshape(shape)
     verify(keys, values, crc, what)
     return KVBlock(keys, values, crc)

@@ -18,7 +18,7 @@ class HotBudgetError(MemoryError):
 class HotPool:
     budget_bytes: int
     used_bytes: int = 0  # allocated hot KV bytes (buffers + transients)
-    occupied_bytes: int = 0  # bytes of those holding live tokens (drives pressure feedback)
+    occupied_bytes: int = 0  # bytes of those holding live tokens (pressure); occupy / vacate
     peak_bytes: int = 0
     by_purpose: dict[str, int] = field(default_factory=dict)
 
@@ -37,6 +37,14 @@ class HotPool:
         self.used_bytes -= nbytes
         self.by_purpose[purpose] = self.by_purpose.get(purpose, 0) - nbytes
         assert self.used_bytes >= 0, "hot pool released more than it reserved"
+
+    def occupy(self, nbytes: int) -> None:
+        """`nbytes` more of the reserved hot bytes hold live tokens."""
+        self.occupied_bytes += nbytes
+
+    def vacate(self, nbytes: int) -> None:
+        """`nbytes` of hot bytes no longer hold live tokens."""
+        self.occupied_bytes -= nbytes
 
     @property
     def pressure(self) -> float:

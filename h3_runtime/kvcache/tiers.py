@@ -171,7 +171,7 @@ class HotSlots(Tier):
             self.bias[s : s + masked_prefix] = float("-inf")
         self.slot_of[key] = slot
         self._checksums[key] = block.checksum
-        self._pool.occupied_bytes += self.block_bytes
+        self._pool.occupy(self.block_bytes)
 
     def touch(self, key: Hashable) -> None:
         pass  # placement in hot is decided by the AHAS heat, not by recency
@@ -183,4 +183,4 @@ class HotSlots(Tier):
         self._checksums.pop(key, None)
         self.bias[slot * self.T : (slot + 1) * self.T] = float("-inf")
         self._free.append(slot)
-        self._pool.occupied_bytes -= self.block_bytes
+        self._pool.vacate(self.block_bytes)

@@ -8,27 +8,29 @@ them in order, a cached segment is:
   preceding context (CacheBlend-style selective recompute at the span boundary, where a reused
   span's KV deviates most), the rest is loaded and its keys are rotated to their new positions.
 A span whose stored bytes fail their checksum is counted in `integrity_errors` and recomputed.
-Only `cache.update(key, value, layer)` and the model's forward are used, so any HF `Cache` (the
-plain `DynamicCache` or the runtime's tiered cache) can hold the result.
+Decoding from the built cache is `h3_runtime.decode.greedy_decode` (re-exported here).
+Only the `ReuseCache` methods and the model's forward are used, so either cache (`PlainCache`, full
+attention, or the runtime's tiered `H3Cache`) can hold the result.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
 
-from h3_runtime.reuse.blocks import KVIntegrityError
-from h3_runtime.reuse.cache_io import append_kv, forward_tokens
+from h3_runtime.decode import greedy_decode
+from h3_runtime.kvcache.checksum import IntegrityError
+from h3_runtime.reuse.cache_io import ReuseCache, forward_tokens
+from h3_runtime.reuse.doc_kv import DocumentKV
 from h3_runtime.reuse.rope import shift_keys
-from h3_runtime.reuse.store import DocKVStore
 
 
 @dataclass(frozen=True, slots=True)
 class CachedSpan:
-    key: str  # the stored document's content key
+    key: str  # the stored document's content key (DocKVIndex.key)
     start: int  # offset of the segment's first token in the stored document
 
 
@@ -51,9 +53,9 @@ class BuildStats:
 
 
 @torch.no_grad()
-def build_cache(model: torch.nn.Module, segments: Sequence[Segment], cache, *,
-                store: DocKVStore | None, inv_freq: torch.Tensor | None, reuse: bool = True,
-                recompute_tokens: int = 16, chunk_tokens: int = 512, min_reuse_tokens: int = 64
+def build_cache(model: torch.nn.Module, segments: Sequence[Segment], cache: ReuseCache, *,
+                store: DocumentKV | None, inv_freq: torch.Tensor | None, reuse: bool = True,
+                recompute_tokens: int = 16, min_reuse_tokens: int = 64
                 ) -> tuple[torch.Tensor, BuildStats]:
     """Fills `cache` (empty on entry) with the whole prompt's KV; returns the last token's logits
     `(V,)` and what was computed vs loaded. With `reuse=False` everything is computed.
@@ -73,7 +75,7 @@ def build_cache(model: torch.nn.Module, segments: Sequence[Segment], cache, *,
         if not pending:
             return
         t0 = time.perf_counter()
-        last_logits = forward_tokens(model, cache, pending, chunk_tokens)
+        last_logits = forward_tokens(model, cache, pending)
         stats.prefill_tokens_computed += len(pending)
         stats.compute_s += time.perf_counter() - t0
         pending = []
@@ -97,8 +99,8 @@ def build_cache(model: torch.nn.Module, segments: Sequence[Segment], cache, *,
             t0 = time.perf_counter()
             try:
                 keys, values = store.load(span.key, span.start + lo, span.start + hi)
-            except (KVIntegrityError, KeyError) as exc:
-                if isinstance(exc, KVIntegrityError):
+            except (IntegrityError, KeyError) as exc:
+                if isinstance(exc, IntegrityError):
                     stats.integrity_errors += 1
                     store.drop(span.key)  # never reuse it again; the KV asset rebuilds it
                 stats.errors.append(str(exc))
@@ -107,7 +109,7 @@ def build_cache(model: torch.nn.Module, segments: Sequence[Segment], cache, *,
                 delta = pos - span.start
                 keys = keys.to(device) if delta == 0 else shift_keys(keys.to(device), delta, inv_freq)
                 values = values.to(device)
-                append_kv(cache, keys, values, ids[lo:hi])
+                cache.append_kv(keys, values, ids[lo:hi])
                 stats.kv_tokens_loaded_cold += hi - lo
                 stats.exact_tokens += (hi - lo) if exact else 0
                 stats.load_s += time.perf_counter() - t0
@@ -127,23 +129,4 @@ def build_cache(model: torch.nn.Module, segments: Sequence[Segment], cache, *,
     return last_logits, stats
 
 
-@torch.no_grad()
-def greedy_decode(model: torch.nn.Module, cache, first_logits: torch.Tensor, max_new_tokens: int,
-                  eos_ids: Sequence[int] = (), on_first: Callable[[], None] | None = None
-                  ) -> list[int]:
-    """Greedy continuation from `first_logits` over `cache` (which it extends); stops at an EOS."""
-    device = first_logits.device
-    out: list[int] = []
-    logits = first_logits
-    for step in range(max_new_tokens):
-        token = int(torch.argmax(logits))
-        if step == 0 and on_first is not None:
-            on_first()
-        out.append(token)
-        if token in eos_ids or step == max_new_tokens - 1:
-            break
-        ids = torch.tensor([[token]], device=device)  # (1, 1)
-        if hasattr(cache, "note_tokens"):
-            cache.note_tokens(ids)
-        logits = model(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]  # (V,)
-    return out
+__all__ = ["BuildStats", "CachedSpan", "Segment", "build_cache", "greedy_decode"]

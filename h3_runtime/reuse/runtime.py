@@ -1,6 +1,6 @@
 """`ReuseRuntime`: answers questions over documents whose KV was prefilled once into the cold tier.
 
-It owns the model, its prompt layout and a `DocKVStore`; `precompute` stores a document's KV,
+It owns the model, its prompt layout and a `DocumentKV`; `precompute` stores a document's KV,
 `document_segments` / `evidence_segments` turn a whole document or recalled chunks into prompt
 segments that point at stored KV, and `answer` builds the cache (loading what is stored) and
 decodes greedily, timing the first token. `reuse=False` computes everything (the comparison).
@@ -8,19 +8,19 @@ decodes greedily, timing the first token. `reuse=False` computes everything (the
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
-from transformers import DynamicCache
 
+from h3_runtime.models import fingerprint
 from h3_runtime.reuse.assemble import CachedSpan, Segment, build_cache, greedy_decode
-from h3_runtime.reuse.blocks import DocKVMeta
-from h3_runtime.reuse.doc_kv import precompute_document
+from h3_runtime.reuse.cache_io import PlainCache, ReuseCache
+from h3_runtime.reuse.doc_kv import DocKVIndex, DocumentKV, precompute_document
 from h3_runtime.reuse.prompt import ChunkText, PromptLayout, text_digest
 from h3_runtime.reuse.rope import rope_inv_freq
-from h3_runtime.reuse.store import DocKVStore, model_fingerprint
 
 
 @dataclass(slots=True)
@@ -33,17 +33,17 @@ class Answer:
 class ReuseRuntime:
     """Document KV reuse around one loaded model. Not thread-safe (one question at a time)."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer, store: DocKVStore, *,
-                 cache_factory: Callable[[], object] = DynamicCache,
+    def __init__(self, model: torch.nn.Module, tokenizer, store: DocumentKV, *,
+                 cache_factory: Callable[[], ReuseCache] | None = None,
                  cache_stats: Callable[[object], dict] | None = None,
-                 recompute_tokens: int = 16, group_tokens: int = 256,
-                 chunk_tokens: int = 512) -> None:
+                 recompute_tokens: int = 16, chunk_tokens: int = 512) -> None:
         self.model, self.tokenizer, self.store = model, tokenizer, store
         self.layout = PromptLayout(tokenizer)
-        self.model_key = model_fingerprint(model)
+        self.model_key = fingerprint(model)
         self.inv_freq = rope_inv_freq(model)
-        self.cache_factory, self.cache_stats = cache_factory, cache_stats
-        self.recompute_tokens, self.group_tokens = recompute_tokens, group_tokens
+        self.cache_factory = cache_factory or functools.partial(PlainCache, chunk_tokens=chunk_tokens)
+        self.cache_stats = cache_stats
+        self.recompute_tokens = recompute_tokens
         self.chunk_tokens = chunk_tokens
         self.engine = None  # the H3Engine whose tiered caches cache_factory makes, if any
         cfg = model.config
@@ -54,13 +54,32 @@ class ReuseRuntime:
         self.eos_ids = tuple(eos if isinstance(eos, list) else [eos]) if eos is not None else ()
 
     def precompute(self, doc_id: str, chunks: Sequence[ChunkText], force: bool = False
-                   ) -> tuple[DocKVMeta, bool]:
-        """Stores the document's KV (head + chunks) unless already stored; (meta, computed now)."""
+                   ) -> tuple[DocKVIndex, bool]:
+        """Stores the document's KV (head + chunks) unless already stored; (index, computed now)."""
         ids, spans, chunk_ids, digests = self.layout.document(chunks)
         return precompute_document(
             self.model, self.store, doc_id=doc_id, token_ids=ids, model_key=self.model_key,
             spans=spans, span_ids=chunk_ids, span_digests=digests,
-            group_tokens=self.group_tokens, chunk_tokens=self.chunk_tokens, force=force)
+            chunk_tokens=self.chunk_tokens, force=force)
+
+    def max_document_tokens(self, reserve: int = 512) -> int:
+        """The longest document prompt: the model's trained context minus room for a question
+        and an answer."""
+        return int(getattr(self.model.config, "max_position_embeddings", 8192)) - reserve
+
+    def fit_chunks(self, chunks: Sequence[ChunkText], max_tokens: int | None = None
+                   ) -> list[ChunkText]:
+        """The longest run of leading chunks whose prompt layout fits `max_tokens` (default:
+        `max_document_tokens()`)."""
+        limit = self.max_document_tokens() if max_tokens is None else max_tokens
+        total = len(self.layout.head_ids)
+        kept = []
+        for chunk in chunks:
+            total += len(self.layout.chunk_ids(chunk))
+            if total > limit:
+                break
+            kept.append(chunk)
+        return kept
 
     def document_segments(self, doc_id: str, chunks: Sequence[ChunkText], question: str
                           ) -> list[Segment]:
@@ -102,8 +121,7 @@ class ReuseRuntime:
         cache = self.cache_factory()
         logits, built = build_cache(
             self.model, segments, cache, store=self.store, inv_freq=self.inv_freq, reuse=reuse,
-            recompute_tokens=self.recompute_tokens if recompute_tokens is None else recompute_tokens,
-            chunk_tokens=self.chunk_tokens)
+            recompute_tokens=self.recompute_tokens if recompute_tokens is None else recompute_tokens)
         first: list[float] = []
         tokens = greedy_decode(self.model, cache, logits, max_new_tokens, self.eos_ids,
                                on_first=lambda: first.append(time.perf_counter() - t0))

@@ -28,22 +28,20 @@ VARIANTS = ("full_attention", "full_attention_cold_reuse", "h3_no_reuse", "h3_co
 def _open_runtimes(kv_dir: Path):
     """(H³ tiered runtime, full-attention runtime) sharing one model and one document store."""
     import torch
-    from transformers import DynamicCache
 
     from h3_runtime.engine import H3Engine
+    from h3_runtime.reuse.doc_kv import DocumentKV
     from h3_runtime.reuse.runtime import ReuseRuntime
-    from h3_runtime.reuse.store import DocKVStore
     from resources.runtime import H3RuntimeResource
 
     cfg = H3RuntimeResource().load_config()
-    engine = H3Engine(config=cfg)
+    engine = H3Engine(config=cfg, cold_storage_path=kv_dir)
     engine.model.set_attn_implementation("h3")  # exact layers run plain sdpa through it
-    store = DocKVStore(kv_dir, int(cfg.runtime.cold_storage_max_gb * 2**30))
+    store = DocumentKV(engine.cold, kv_dir / "docs")
     chunk = cfg.runtime.prefill_chunk_tokens
     h3 = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=engine.new_cache,
                       cache_stats=engine.cache_stats, chunk_tokens=chunk)
-    full = ReuseRuntime(engine.model, engine.tokenizer, store, cache_factory=DynamicCache,
-                        chunk_tokens=chunk)
+    full = ReuseRuntime(engine.model, engine.tokenizer, store, chunk_tokens=chunk)  # PlainCache
     with torch.inference_mode():  # one-time kernel and allocator warm-up, outside the timings
         engine.model(input_ids=torch.tensor([[1, 2, 3, 4]], device=engine.device))
     return h3, full
@@ -157,7 +155,6 @@ def run_code(out_dir: Path, quick: bool) -> dict:
 def run_multihop(out_dir: Path, quick: bool) -> dict:
     """Multi-hop QA over 3-5 related documents, each prefilled separately: the first document is
     an exact prefix, the others are re-positioned (RoPE) with selective recompute."""
-    from h3_runtime.reuse.blocks import group_path
     from h3_runtime.reuse.prompt import ChunkText
 
     docs, qa = seed_corpus.related_documents(3 if quick else 4, 4 if quick else 12)
@@ -172,8 +169,8 @@ def run_multihop(out_dir: Path, quick: bool) -> dict:
             score=lambda a, ans=item["answer"]: float(ans.split()[-1] in a), variants=variants)
             for item in qa[: 1 if quick else 2]}
         # Reliability: one flipped byte in a stored document is detected and recomputed.
-        meta = h3.store.find("rel1", h3.model_key)
-        path = group_path(h3.store.folder(meta.key), 0)
+        index = h3.store.find("rel1", h3.model_key)
+        path = h3.store.blocks.path_for(index.block_keys()[len(index.blocks) // 2])
         raw = bytearray(path.read_bytes())
         raw[len(raw) // 2] ^= 0x01
         path.write_bytes(bytes(raw))

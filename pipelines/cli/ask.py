@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("QUESTION is empty")
     if args.max_new_tokens < 1 or args.k < 1:
         raise CliError("--max-new-tokens and --k must be >= 1")
-    from assets.kv import document_chunks, fit_chunks, max_document_tokens
+    from assets.kv import document_chunks
     from h3_runtime.reuse.prompt import ChunkText
     from resources.runtime import H3RuntimeResource
     from resources.store import open_store
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     log("ask: loading the runtime ...")
     runtime = H3RuntimeResource().get_runtime()
     if args.doc:
-        chunks = fit_chunks(runtime, chunks, max_document_tokens(runtime))
+        chunks = runtime.fit_chunks(chunks)
         if reuse and runtime.store.find(args.doc, runtime.model_key) is None:
             log(f"ask: no cold KV for {args.doc} yet: prefilling it once ({len(chunks)} chunks)")
             runtime.precompute(args.doc, chunks)

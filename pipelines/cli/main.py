@@ -33,10 +33,12 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="h3", description="H³: long-document ingestion, recall and tiered-KV inference")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     seen: set[str] = set()
+    only_module = COMMANDS.get(only) if only is not None else None
     for name, module_name in COMMANDS.items():
-        if only is not None and name != only:
-            if name not in sub.choices:  # a module may register several commands (runtime_tools)
-                sub.add_parser(name)  # listed in --help without importing its module
+        # a module may register several commands (runtime_tools): the one that implements the
+        # command asked for registers all of its own, the others are listed without importing
+        if only is not None and module_name != only_module:
+            sub.add_parser(name)  # listed in --help without importing its module
             continue
         if module_name in seen:
             continue

@@ -10,11 +10,7 @@ from pipelines.cli.output import CliError, emit, log
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    """Registers monitor, corruption-test and bandwidth-test (replacing main's placeholders)."""
-    for name in ("monitor", "corruption-test", "bandwidth-test"):
-        if name in sub.choices:
-            del sub.choices[name]
-            sub._choices_actions[:] = [a for a in sub._choices_actions if a.dest != name]
+    """Registers monitor, corruption-test and bandwidth-test."""
     m = sub.add_parser("monitor", help="runtime scheduler state after a warm-up workload")
     m.add_argument("--dump-scheduler-state", action="store_true",
                    help="print blocks per tier, heat, thresholds, migrations, prefetches, hit rates")

@@ -10,7 +10,7 @@ import numpy as np
 from dagster import ConfigurableResource
 from pydantic import Field
 
-# CDLA class -> our region kind (ontology.document.REGION_KINDS)
+# CDLA class -> our region kind (assets/layout.py adds "list", OCR "ocr_text")
 CDLA_TO_KIND = {
     "text": "text", "title": "title", "figure": "figure", "figure_caption": "caption",
     "table": "table", "table_caption": "caption", "header": "header", "footer": "footer",

@@ -102,9 +102,14 @@ def _remove_files(doc_id: str) -> int:
 
 
 def _drop_cold_kv(doc_id: str, keys: set[str], kv_root: Path | None) -> list[str]:
-    """Drops the document's precomputed KV: the keys indexed in `kv_blocks`, plus any folder
-    whose meta.json names the document (KV stored by a run that died before indexing it)."""
-    from h3_runtime.reuse.store import DocKVStore  # torch: only when a document is removed
+    """Drops the document's precomputed KV: its index under `kv_root` (`<cold tier>/docs`) and
+    the blocks no other document shares, plus any first-format folder that names the document
+    (by the keys indexed in `kv_blocks` or its meta.json)."""
+    import json
+
+    # torch: only when a document is removed
+    from h3_runtime.kvcache.cold import KVBlockStore
+    from h3_runtime.reuse.doc_kv import DocumentKV
 
     if kv_root is None:
         from resources.runtime import doc_kv_root
@@ -113,9 +118,14 @@ def _drop_cold_kv(doc_id: str, keys: set[str], kv_root: Path | None) -> list[str
         kv_root = doc_kv_root(load_config())
     if not kv_root.is_dir():
         return []
-    kv = DocKVStore(kv_root, max_bytes=1)  # max_bytes only matters for put, never called here
-    found = {key for _, _, key in kv.entries()
-             if key in keys or getattr(kv.meta(key), "doc_id", None) == doc_id}
-    for key in sorted(found):
-        kv.drop(key)
+    kv = DocumentKV(KVBlockStore(kv_root.parent, max_bytes=2**62), kv_root)  # the cap: only for storing
+    found = kv.drop_document(doc_id)
+    for folder in kv.legacy_documents():
+        try:
+            named = json.loads((folder / "meta.json").read_text()).get("doc_id") == doc_id
+        except (OSError, ValueError, AttributeError):
+            named = False
+        if folder.name in keys or named:
+            shutil.rmtree(folder, ignore_errors=True)
+            found.append(folder.name)
     return sorted(found)

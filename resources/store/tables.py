@@ -58,7 +58,7 @@ REGIONS = TableSpec(
         pa.field("doc_id", pa.string()),
         pa.field("region_id", pa.string()),  # f"{doc_id}:p{page}:r{index}"
         pa.field("page", pa.int32()),  # 1-based
-        pa.field("kind", pa.string()),  # ontology.document.REGION_KINDS
+        pa.field("kind", pa.string()),  # resources/models/layout.py CDLA_TO_KIND
         pa.field("bbox", BBOX),
         pa.field("text", pa.string()),
         pa.field("order", pa.int32()),  # reading order on the page

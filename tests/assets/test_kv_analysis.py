@@ -43,8 +43,12 @@ def _run(assets, setup, doc_ids=None):
 
 def test_kv_then_analysis_assets(setup):
     docs = setup["doc_ids"]
+    old = setup["home"] / "kv" / "docs" / ("ab" * 16)  # KV stored by the first format
+    old.mkdir(parents=True)
+    (old / "meta.json").write_text('{"doc_id": "x", "format_version": 1}')
     result = _run([document_kv, document_summary, key_facts], setup, docs)
     assert result.success
+    assert not old.exists()  # removed by document_kv (and its documents prefilled again)
     kv = result.output_for_node("document_kv")
     assert set(kv) == set(docs) and all(p["status"] == "ok" for p in kv.values())
     assert all(p["computed"] and p["tokens"] > 50 for p in kv.values())
@@ -56,6 +60,7 @@ def test_kv_then_analysis_assets(setup):
         assert sum(r["token_end"] - r["token_start"] for r in mine) == p["tokens"]
     meta = result.asset_materializations_for_node("document_kv")[0].metadata
     assert meta["tokens"].value == sum(p["tokens"] for p in kv.values())
+    assert meta["legacy_documents_removed"].value == 1
 
     summaries = result.output_for_node("document_summary")
     assert all(p["status"] == "ok" and p["kv_tokens_loaded_cold"] > 0 for p in summaries.values())

@@ -7,18 +7,11 @@ from pathlib import Path
 import pymupdf
 import pytest
 
+from ontology.boxes import iou
 from tests.conftest import h3_home_env
 
 KG = Path(__file__).resolve().parents[1] / "fixtures" / "kg"
 NEWS = ["northwind_acquires_bluefin", "tandem_motors", "atlas_semiconductor"]
-
-
-def iou(a, b) -> float:
-    w, h = min(a[2], b[2]) - max(a[0], b[0]), min(a[3], b[3]) - max(a[1], b[1])
-    if w <= 0 or h <= 0:
-        return 0.0
-    area = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
-    return w * h / area
 
 
 @pytest.fixture(scope="module")

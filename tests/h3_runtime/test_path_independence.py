@@ -7,8 +7,11 @@ from __future__ import annotations
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from h3_runtime.bench.ruler_tasks import passkey
 from h3_runtime.engine import H3Engine
+from h3_runtime.evals.ruler_tasks import passkey
+from h3_runtime.reuse.assemble import CachedSpan, Segment
+from h3_runtime.reuse.doc_kv import DocumentKV, precompute_document
+from h3_runtime.reuse.runtime import ReuseRuntime
 
 pytestmark = pytest.mark.slow
 
@@ -28,11 +31,17 @@ def test_cold_hit_and_recompute_give_the_same_tokens(default_model_dir, tmp_path
     recompute = engine()
     ref = recompute.generate(ids, max_new_tokens=24, return_ids=True)
     assert recompute.cache.sparse  # the budget forced the tiers: selection decided the decode
-    recompute.store_prefix(doc)
+    store = DocumentKV(recompute.cold, tmp_path / "kv" / "docs")
+    index, _ = precompute_document(model, store, doc_id="doc", token_ids=doc,
+                                   model_key=recompute.fingerprint)
 
-    loader = engine()
-    cache, loaded = loader.cache_from_cold(ids)
-    assert loaded == len(doc) // loader.geometry.block_tokens * loader.geometry.block_tokens
-    out = loader.generate(ids, max_new_tokens=24, cache=cache, return_ids=True)
-    assert loader.stats()["bytes_moved"].get("cold->warm", 0) > 0  # the document came from cold
-    assert out == ref
+    loader = engine()  # a new engine and store over the same folder: a restart
+    model.set_attn_implementation("h3")
+    runtime = ReuseRuntime(model, tok, DocumentKV(loader.cold, tmp_path / "kv" / "docs"),
+                           cache_factory=loader.new_cache, cache_stats=loader.cache_stats)
+    assert runtime.store.find("doc", runtime.model_key).key == index.key
+    out = runtime.answer([Segment(tuple(doc), CachedSpan(index.key, 0)),
+                          Segment(tuple(ids[len(doc):]))], max_new_tokens=24)
+    assert out.stats["kv_tokens_loaded_cold"] == len(doc)  # the document came from cold
+    assert out.stats["kv_mode"] == "sparse"
+    assert out.token_ids == ref

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, DynamicCache
+from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from h3_runtime.kvcache.cold import KVBlockStore
+from h3_runtime.reuse.doc_kv import DocumentKV
 from h3_runtime.reuse.prompt import ChunkText
 from h3_runtime.reuse.runtime import ReuseRuntime
-from h3_runtime.reuse.store import DocKVStore
 
 pytestmark = pytest.mark.slow
 REPORT = [
@@ -28,8 +29,9 @@ NOTE = [ChunkText("n:c0", 1, "Memo. The chief executive officer of Elmstead Logi
 def runtime(default_model_dir, tmp_path_factory):
     tok = AutoTokenizer.from_pretrained(default_model_dir)
     model = AutoModelForCausalLM.from_pretrained(default_model_dir, dtype=torch.float32).eval()
-    store = DocKVStore(tmp_path_factory.mktemp("docs"), 10**9)
-    return ReuseRuntime(model, tok, store, cache_factory=DynamicCache)
+    root = tmp_path_factory.mktemp("kv")
+    store = DocumentKV(KVBlockStore(root, 10**9), root / "docs")
+    return ReuseRuntime(model, tok, store)  # PlainCache: full attention
 
 
 def test_prefix_reuse_equals_full_prefill_token_for_token(runtime):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
-from h3_runtime.bench.ruler_tasks import TASKS, make_sample, passkey, string_match_all
+from h3_runtime.evals.ruler_tasks import TASKS, make_sample, passkey, string_match_all
 
 
 @pytest.fixture(scope="module")

@@ -127,16 +127,40 @@ def test_cold_set_cap_shrinks_the_folder_by_lru(tmp_path):
     assert sum(cold.lookup(f"k{i}") for i in range(4)) == 2 and cold.evictions == 2
 
 
-def test_resource_splits_one_cold_cap_between_docs_and_spilled_blocks(tmp_path, monkeypatch):
-    """The resource's document-KV store and the engine's block store share runtime.cold_storage_max_gb."""
-    from resources import runtime as runtime_resource
+def test_one_cold_cap_covers_document_blocks_and_spilled_layer_blocks(tmp_path):
+    """Stored documents' blocks (every layer) and the tiered cache's spilled blocks (one layer)
+    live in one KVBlockStore: one cap, one LRU, one checksum."""
+    from h3_runtime.reuse.doc_kv import DocumentKV
 
-    monkeypatch.setenv("H3_HOME", str(tmp_path))
-    cfg = tmp_path / "h3.yaml"
-    cfg.write_text("runtime:\n  cold_storage_max_gb: 0.5\n  cold_docs_share: 0.75\n")
-    rt = runtime_resource.H3RuntimeResource(config_file=str(cfg)).get_runtime()
-    assert rt.store.max_bytes + rt.engine.cold.max_bytes == int(0.5 * 2**30)
-    assert rt.store.max_bytes == int(0.5 * 2**30 * 0.75)
+    layer_block = make_block(1)  # (H_kv, T, D): what a layer store spills
+    doc_keys = torch.randn(2, 3, 40, 8)  # (L, H_kv, T, D): a 40-token document, 2 layers
+    cold = ColdStore(tmp_path, 2 * doc_keys.nbytes + 2 * layer_block.nbytes + 5 * 120)
+    cold.store(content_key("aa" * 32, 0), layer_block)
+    docs = DocumentKV(cold, tmp_path / "docs", block_tokens=16)
+    index = docs.put("d", "m", list(range(40)), doc_keys, doc_keys + 1)
+    assert len(index.blocks) == 3 and len(cold) == 4  # 16 + 16 + 8 tokens, plus the spilled one
+    k, v = docs.load(index.key, 5, 37)
+    assert torch.equal(k, doc_keys[:, :, 5:37]) and torch.equal(v, doc_keys[:, :, 5:37] + 1)
+    cold.store(content_key("bb" * 32, 0), make_block(2))
+    assert cold.evictions == 0
+    cold.store(content_key("cc" * 32, 0), make_block(3))  # past the cap: the LRU file goes
+    assert cold.evictions == 1 and not cold.lookup(content_key("aa" * 32, 0))
+    assert docs.find("d", "m") is not None
+    cold.store(content_key("dd" * 32, 0), make_block(4))  # next: the document's first block
+    assert docs.find("d", "m") is None and cold.usage_bytes <= cold.capacity_bytes
+
+
+def test_block_keys_extend_the_chain_incrementally():
+    from h3_runtime.kvcache.block import BlockKeys
+
+    keys = BlockKeys("m", 16, "s1")
+    ids = list(range(70))
+    keys.extend(ids[:20])
+    assert keys.prefix_hashes() == chain_hashes("m", ids[:20], 16)
+    keys.extend(ids[20:])
+    assert keys.prefix_hashes() == chain_hashes("m", ids, 16)
+    assert keys.cold_key(3, 1) == content_key(chain_hashes("m", ids, 16)[1], 3)
+    assert keys.cold_key(3, 4) == "ss1-L003-B4"  # block 4 (tokens 64..79) is not complete
 
 
 @pytest.mark.parametrize("iteration", range(20))

@@ -20,16 +20,19 @@ def _edge(doc_id: str, entity: str, text: str) -> dict:
             "extra_json": json.dumps({"count": 1, "surfaces": {text: 1}, "types": {"ORG": 1}})}
 
 
-def _store_kv(root, doc_id: str):
-    from h3_runtime.reuse.blocks import DocKVMeta
-    from h3_runtime.reuse.store import DocKVStore, doc_kv_key
+def _doc_kv(root):
+    from h3_runtime.kvcache.cold import KVBlockStore
+    from h3_runtime.reuse.doc_kv import DocumentKV
 
-    kv = DocKVStore(root, max_bytes=10**8)
-    key = doc_kv_key([1, 2, 3, int(doc_id[0], 16)], "test-model")
-    meta = DocKVMeta(key=key, doc_id=doc_id, model_key="test-model", layers=2, kv_heads=1,
-                     head_dim=4, dtype="float32", tokens=4, group_tokens=2)
-    kv.put(meta, torch.zeros(2, 1, 4, 4), torch.ones(2, 1, 4, 4))  # (L, H_kv, T, D)
-    return kv, key
+    return DocumentKV(KVBlockStore(root.parent, 10**8), root, block_tokens=2)
+
+
+def _store_kv(root, doc_id: str):
+    """A's and B's tokens share their first block ([1, 2]): deleting A keeps it for B."""
+    kv = _doc_kv(root)
+    index = kv.put(doc_id, "test-model", [1, 2, 3, int(doc_id[0], 16)],
+                   torch.zeros(2, 1, 4, 4), torch.ones(2, 1, 4, 4))  # (L, H_kv, T, D)
+    return kv, index.key
 
 
 @pytest.fixture
@@ -92,8 +95,10 @@ def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
     assert not (home / "staging" / "chunks" / f"{DOC_A}.json").exists()
     kv_root = doc_kv_root(load_config())
     assert report.kv_removed == [two_documents["kv"][DOC_A]]
-    assert not (kv_root / two_documents["kv"][DOC_A]).exists()
-    assert (kv_root / two_documents["kv"][DOC_B] / "meta.json").exists()
+    kv = _doc_kv(kv_root)  # a new process's view of the folder
+    assert kv.find(DOC_A, "test-model") is None
+    assert kv.find(DOC_B, "test-model").key == two_documents["kv"][DOC_B]
+    assert len(kv.blocks) == 2  # B's two blocks; A's own second block is gone
     assert instance.get_dynamic_partitions("documents") == [DOC_B]
     assert store.ok_doc_ids() == {DOC_B}
 

@@ -1,0 +1,36 @@
+"""Greedy decoding: the one decode loop, used by `H3Engine.generate` and by reuse's answers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
+
+import torch
+
+if TYPE_CHECKING:
+    from h3_runtime.reuse.cache_io import ReuseCache
+
+
+@torch.no_grad()
+def greedy_decode(model: torch.nn.Module, cache: ReuseCache, first_logits: torch.Tensor,
+                  max_new_tokens: int, eos_ids: Sequence[int] = (),
+                  on_first: Callable[[], None] | None = None,
+                  forward: Callable | None = None) -> list[int]:
+    """Greedy continuation from `first_logits` `(V,)` over `cache` (which it extends); stops at
+    an EOS or after `max_new_tokens`. `forward`: what runs one token (default: the model; the
+    engine passes the model's own forward when `model.forward` is wrapped)."""
+    run = forward if forward is not None else model
+    device = first_logits.device
+    out: list[int] = []
+    logits = first_logits
+    for step in range(max_new_tokens):
+        token = int(torch.argmax(logits))
+        if step == 0 and on_first is not None:
+            on_first()
+        out.append(token)
+        if token in eos_ids or step == max_new_tokens - 1:
+            break
+        ids = torch.tensor([[token]], device=device)  # (1, 1)
+        cache.note_tokens(ids)
+        logits = run(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]  # (V,)
+    return out

@@ -1,0 +1,139 @@
+"""Moving one layer's complete blocks between warm and cold, and carrying out the scheduler's
+placement for a step (which blocks become hot, which leave hot, which go to cold).
+
+Every complete block is in warm or in cold (`BlockSummaries.in_warm` says which); a hot block
+is a copy of one of those, so leaving hot never copies bytes back.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from h3_runtime.kvcache.block import BlockId, KVBlock
+from h3_runtime.kvcache.checksum import IntegrityError
+from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.stats import TierStats
+from h3_runtime.kvcache.summaries import BlockSummaries
+from h3_runtime.kvcache.tiers import HotSlots, TierFullError, WarmTier
+from h3_runtime.scheduler.ahas import AhasScheduler, Placement
+
+log = logging.getLogger("h3_runtime")
+
+
+@dataclass(slots=True)
+class TierContext:
+    """What every layer store of one cache shares."""
+
+    pool: HotPool
+    warm: WarmTier
+    cold: ColdStore
+    stats: TierStats
+    scheduler: AhasScheduler
+    cold_key: Callable[[int, int], str]  # (layer, block) -> cold-tier key
+    selection: bool = True  # False: sinks + window only (the StreamingLLM-like baseline)
+    exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
+
+
+class BlockMoves:
+    """warm <-> cold moves of one layer's complete blocks."""
+
+    def __init__(self, layer: int, ctx: TierContext, summaries: BlockSummaries):
+        self.layer, self.ctx, self.summaries = layer, ctx, summaries
+
+    def to_warm(self, b: int, block: KVBlock) -> None:
+        """A newly completed block: into warm, or straight to cold when warm is full (the newest
+        block is the least observed one)."""
+        try:
+            self.ctx.warm.store(BlockId(self.layer, b), block, take_ownership=True)
+            self.summaries.in_warm[b] = True
+        except TierFullError:
+            self.ctx.cold.store(self.ctx.cold_key(self.layer, b), block, self.layer, b)
+            self.ctx.stats.move("warm->cold", block.nbytes)
+
+    def fetch(self, b: int, to: str, count_hit: bool = True) -> KVBlock | None:
+        """Block b from warm (or cold, verified; also re-cached in warm). None if corrupted."""
+        ctx, stats, bid = self.ctx, self.ctx.stats, BlockId(self.layer, b)
+        if self.summaries.in_warm[b]:
+            block = ctx.warm.load(bid)
+            ctx.warm.touch(bid)
+            if count_hit:
+                stats.hits["warm"] += 1
+            if to == "hot":
+                stats.move("warm->hot", block.nbytes)
+            return block
+        key = ctx.cold_key(self.layer, b)
+        try:
+            block = ctx.cold.load(key)
+        except IntegrityError as exc:
+            stats.integrity_errors += 1
+            log.error("layer %d block %d: %s; the block is left out of attention", self.layer, b, exc)
+            return None
+        except KeyError:
+            log.error("layer %d block %d: missing from the cold tier", self.layer, b)
+            stats.integrity_errors += 1
+            return None
+        ctx.cold.touch(key)
+        if count_hit:
+            stats.hits["cold"] += 1
+        stats.move(f"cold->{to}", block.nbytes)
+        try:
+            ctx.warm.store(bid, block, take_ownership=True)
+            self.summaries.in_warm[b] = True
+        except TierFullError:
+            pass
+        return block
+
+    def demote(self, b: int) -> None:
+        """warm -> cold: written once (content-keyed), then the warm copy is dropped."""
+        ctx, bid = self.ctx, BlockId(self.layer, b)
+        if not self.summaries.in_warm[b]:
+            return
+        block = ctx.warm.load(bid)
+        key = ctx.cold_key(self.layer, b)
+        if not ctx.cold.lookup(key):
+            ctx.cold.store(key, block, self.layer, b)
+            ctx.stats.move("warm->cold", block.nbytes)
+        else:
+            ctx.stats.migrations["warm->cold"] += 1
+        ctx.warm.drop(bid)
+        self.summaries.in_warm[b] = False
+
+    def drop_warm(self) -> None:
+        """Frees this layer's warm copies (cold files stay for reuse)."""
+        for b in range(self.summaries.n_blocks):
+            self.ctx.warm.drop(BlockId(self.layer, b))
+
+
+def apply_placement(plan: Placement, slots: HotSlots, moves: BlockMoves, prefetched: set[int],
+                    sink_tokens: int) -> None:
+    """Carries out one step's placement: evictions from hot, blocks made hot (from warm or
+    cold), prefetches, and warm -> cold demotions once warm is above its watermark."""
+    ctx, stats = moves.ctx, moves.ctx.stats
+    for b in plan.evict:
+        slots.drop(b)
+        stats.migrations["hot->warm"] += 1  # its bytes are already in warm/cold: nothing to copy
+    for b in plan.hot:
+        if slots.lookup(b):
+            stats.hits["hot"] += 1
+            continue
+        if b in prefetched:
+            stats.prefetch_hits += 1
+            prefetched.discard(b)
+        block = moves.fetch(b, to="hot")
+        if block is not None:
+            slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
+    for b in plan.prefetch:
+        if slots.lookup(b) or (moves.summaries.in_warm[b] and not slots.free_slots):
+            continue
+        stats.prefetches += 1
+        prefetched.add(b)
+        block = moves.fetch(b, to="hot" if slots.free_slots else "warm", count_hit=False)
+        if block is not None and slots.free_slots:
+            slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
+    warm = ctx.warm
+    if warm.usage_bytes > ctx.scheduler.cfg.warm_watermark * warm.capacity_bytes:
+        for b in plan.demote_cold:
+            moves.demote(b)
