@@ -31,6 +31,7 @@ SCENARIOS: dict[str, str] = {
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",
     "filings": "pipelines.bench.filings:run",
+    "scaleout": "pipelines.bench.scaleout:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import random
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -105,6 +107,20 @@ class LanceColdStore(ColdStore):
         return handle is not None and column in handle.schema.names
 
     # ---- writes ----
+    @contextmanager
+    def document_lock(self, doc_id: str) -> Iterator[None]:
+        """Holds an exclusive lock on one document across processes (a file lock in the store's
+        folder: on one machine, and on shared filesystems that honour flock, e.g. NFSv4), so two
+        runs writing the same document never interleave their delete and add."""
+        folder = self.path / ".locks"
+        folder.mkdir(exist_ok=True)
+        with open(folder / f"{doc_id}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def add(self, table: str, rows: Sequence[Row]) -> int:
         if len(rows) == 0:
             return 0
