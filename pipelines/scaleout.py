@@ -23,6 +23,10 @@ SCHEDULER_ENV = "H3_DASK_SCHEDULER"      # default of `--dask-scheduler` (tcp://
 WORKER_PRELOAD = "pipelines.dask_worker"
 
 
+class ScaleOutError(RuntimeError):
+    """The cluster cannot be used (unreachable, no workers, a bad setting); one line, naming it."""
+
+
 def dask_ingest_job():
     """`ingest_documents` with the dask executor. Workers rebuild the job by this function's
     module and name (dagster's reconstructable job), so the run config they validate is the
@@ -48,9 +52,9 @@ def dask_cluster(address: str | None, workers: int = 2) -> Iterator[tuple[str, i
             with dask.distributed.Client(address, timeout=30) as client:
                 count = len(client.scheduler_info()["workers"])
         except OSError as exc:
-            raise RuntimeError(f"dask scheduler {address}: cannot connect: {exc}") from exc
+            raise ScaleOutError(f"dask scheduler {address}: cannot connect: {exc}") from None
         if count == 0:
-            raise RuntimeError(f"dask scheduler {address}: no worker has joined it")
+            raise ScaleOutError(f"dask scheduler {address}: no worker has joined it")
         yield address, count
         return
     with dask.distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
@@ -91,5 +95,5 @@ def _orchestrate_batch(address: str, batch: list[str], files_of: dict[str, str])
 def executor_default() -> str:
     value = os.environ.get(EXECUTOR_ENV) or "in_process"
     if value not in EXECUTORS:
-        raise ValueError(f"{EXECUTOR_ENV}={value!r}: expected one of {', '.join(EXECUTORS)}")
+        raise ScaleOutError(f"{EXECUTOR_ENV}={value!r}: expected one of {', '.join(EXECUTORS)}")
     return value

@@ -302,14 +302,18 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.scaleout import SCHEDULER_ENV, executor_default
+    from pipelines.scaleout import SCHEDULER_ENV, ScaleOutError, executor_default
+    from resources.store.lance import StoreUnreachableError
 
     t0 = time.perf_counter()
-    with stdout_to_stderr():
-        report = ingest(args.path, args.batch_size, show_progress=not args.json,
-                        executor=args.executor or executor_default(),
-                        dask_scheduler=args.dask_scheduler or os.environ.get(SCHEDULER_ENV),
-                        workers=args.workers)
+    try:
+        with stdout_to_stderr():
+            report = ingest(args.path, args.batch_size, show_progress=not args.json,
+                            executor=args.executor or executor_default(),
+                            dask_scheduler=args.dask_scheduler or os.environ.get(SCHEDULER_ENV),
+                            workers=args.workers)
+    except (ScaleOutError, StoreUnreachableError) as exc:  # one line, no traceback
+        raise CliError(str(exc)) from None
     report["seconds"] = round(time.perf_counter() - t0, 2)
     lines = [f"{d['status']:>9}  {d['source']}" + (f"  ({d['pages']} pages)" if d["pages"] else "")
              + (f"\n           {d['reason']}" if d["reason"] else "")
