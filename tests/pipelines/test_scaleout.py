@@ -158,3 +158,30 @@ def test_a_store_that_cannot_be_opened_fails_with_one_line(tmp_path):
     message = str(failed.value)
     assert "\n" not in message and str(blocker / "lancedb") in message
     assert "cannot open" in message
+
+
+def test_commit_conflicts_are_retried_and_other_errors_are_not(monkeypatch):
+    """Lance's conflict errors (none arose in the bench's 4 concurrent writers) are retried with
+    backoff; any other error surfaces at once."""
+    from resources.store import lance
+
+    monkeypatch.setattr(lance, "COMMIT_BACKOFF_S", 0.001)
+    calls: list[int] = []
+
+    def conflicting_twice() -> str:
+        calls.append(1)
+        if len(calls) <= 2:
+            raise RuntimeError("lance error: Retryable commit conflict for version 7")
+        return "written"
+
+    assert lance.with_commit_retries(conflicting_twice, "add chunks") == "written"
+    assert len(calls) == 3
+
+    def broken() -> None:
+        calls.append(1)
+        raise ValueError("schema mismatch: field vector")
+
+    calls.clear()
+    with pytest.raises(ValueError, match="schema mismatch"):
+        lance.with_commit_retries(broken, "add chunks")
+    assert len(calls) == 1
