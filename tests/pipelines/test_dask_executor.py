@@ -1,6 +1,6 @@
 """The dask executor on a one-worker cluster (in this process, so it is quick): a step that
 raises once is retried by its RetryPolicy on the worker; a step whose upstream failed for good is
-not run; two runs in flight on one cluster keep their own steps (task keys carry the run id)."""
+not run. (Runs in flight side by side on one cluster: tests/pipelines/test_scaleout.py.)"""
 
 from __future__ import annotations
 
