@@ -13,14 +13,18 @@ export DAGSTER_HOME := $(H3_HOME)/dagster
 APT_PACKAGES := tesseract-ocr tesseract-ocr-chi-sim tesseract-ocr-eng
 # Debian's browser for the UI test (tests/ui), driven by Playwright; never `playwright install`.
 APT_PACKAGES += chromium chromium-driver
+# The Dagster instance shared by many machines (make postgres; the scale-out tests start their own).
+APT_PACKAGES += postgresql
 
-.PHONY: install demo test test-fast ui bench lint clean
+.PHONY: install demo test test-fast ui bench lint clean postgres postgres-stop dask-scheduler \
+	dask-worker
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml Makefile
 	@if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -q chi_sim \
-	    || ! command -v chromium >/dev/null; then \
+	    || ! command -v chromium >/dev/null \
+	    || ! { command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; }; then \
 	  echo "installing apt packages: $(APT_PACKAGES)"; \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
@@ -50,6 +54,26 @@ test-fast: install
 # process it started (pipelines/ui.py). A plain `dagster dev` in this folder uses the same instance.
 ui: install
 	$(PY) -m pipelines.ui 3000
+
+# A private PostgreSQL server for the Dagster instance (files in $(H3_HOME)/postgres, 127.0.0.1,
+# a free port, run as the unprivileged `postgres` user when we are root); it prints the URL:
+# export it as H3_POSTGRES_URL on every machine that runs H³ commands or dask workers.
+postgres: install
+	@$(PY) -m pipelines.postgres start $(H3_HOME)/postgres
+
+postgres-stop:
+	$(PY) -m pipelines.postgres stop $(H3_HOME)/postgres
+
+# Scale-out (README, "Scaling out"): one scheduler, then workers on any machine with the same
+# H3_HOME (a shared folder) and H3_POSTGRES_URL; `h3 index-build --executor dask
+# --dask-scheduler tcp://HOST:8786` spreads the documents over them.
+dask-scheduler: install
+	$(VENV)/bin/dask scheduler --port 8786
+
+WORKERS ?= 1
+dask-worker: install
+	$(VENV)/bin/dask worker $(H3_DASK_SCHEDULER) --nworkers $(WORKERS) --nthreads 1 \
+	  --preload pipelines.dask_worker
 
 bench: install
 	$(VENV)/bin/h3 bench --out bench-results

@@ -77,8 +77,9 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
     results: dict = {}
     t0, cpu0 = time.perf_counter(), time.process_time()
     for doc_id in context.partition_keys:
-        results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
-                                         embeddings[doc_id])
+        with db.document_lock(doc_id):  # two runs of the same document: one after the other
+            results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
+                                             embeddings[doc_id])
         source = results[doc_id].get("source")
         failed = results[doc_id]["status"] != "ok"
         replaced = replace_older_versions(db, doc_id, source, keep_ok=failed) if source else []

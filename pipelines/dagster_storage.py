@@ -7,6 +7,9 @@ instance still stores runs, events and logs with the CLI's, not in a temporary f
 Both classes only choose the folder (the ConfigurableClass protocol: `config_type` and
 `from_config_value`); files, schema and behaviour are Dagster's (an earlier subclass that
 rewrote the event log's connection handling was dropped: see the README, "Operating H³").
+With $H3_POSTGRES_URL set (many machines, `make postgres`), `H3HomeStorage` is
+dagster-postgres's storage on that server instead (pipelines/instance.py writes that URL into the
+instance's dagster.yaml for the CLI and `make ui`, so dask workers get it with the instance).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from typing import Any
 from dagster._core.storage.local_compute_log_manager import LocalComputeLogManager
 from dagster._core.storage.sqlite_storage import DagsterSqliteStorage
 from dagster._serdes import ConfigurableClassData
+
+POSTGRES_URL_ENV = "H3_POSTGRES_URL"
 
 
 def dagster_home() -> Path:
@@ -42,6 +47,25 @@ class H3HomeSqliteStorage(DagsterSqliteStorage):
     def from_config_value(cls, inst_data: ConfigurableClassData | None,
                           config_value: Any) -> DagsterSqliteStorage:
         return cls.from_local(str(dagster_home()), inst_data=inst_data)
+
+
+class H3HomeStorage(H3HomeSqliteStorage):
+    """The instance's storage: PostgreSQL at $H3_POSTGRES_URL when set, else Dagster's SQLite
+    under `dagster_home()`. (A subclass of the SQLite one only because Dagster checks that the
+    class dagster.yaml names is a storage class; `from_config_value` picks the real one.)"""
+
+    @classmethod
+    def config_type(cls) -> dict:
+        return {}
+
+    @classmethod
+    def from_config_value(cls, inst_data: ConfigurableClassData | None, config_value: Any):
+        url = os.environ.get(POSTGRES_URL_ENV)
+        if url:
+            from dagster_postgres import DagsterPostgresStorage
+
+            return DagsterPostgresStorage(url, inst_data=inst_data)
+        return H3HomeSqliteStorage.from_local(str(dagster_home()), inst_data=inst_data)
 
 
 class H3HomeComputeLogManager(LocalComputeLogManager):

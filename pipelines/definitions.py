@@ -56,6 +56,7 @@ RESOURCES = {
 
 # Runs launched from the UI, the sensor or the schedule execute in one process, as the CLI's
 # do: on a small machine the multiprocess default re-imports torch and reloads the models for
-# every step (~20-40 s each). Scale out with a k8s/celery executor instead (README).
+# every step (~20-40 s each). Across machines, `h3 index-build --executor dask` runs the same job
+# with a dask executor whose long-lived workers keep the models (pipelines/scaleout.py, README).
 defs = Definitions(assets=ASSETS, asset_checks=SEMANTIC_CHECKS, jobs=JOBS, sensors=SENSORS,
                    schedules=SCHEDULES, resources=RESOURCES, executor=in_process_executor)

@@ -2,25 +2,39 @@
 
 from __future__ import annotations
 
+import json
 import os
-import shutil
 from pathlib import Path
 
 from h3_runtime.home import h3_home
+from pipelines.dagster_storage import POSTGRES_URL_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def instance_yaml() -> bytes:
+    """The repository's dagster.yaml; with $H3_POSTGRES_URL set, its storage names that server
+    literally, so that every process handed this instance (dask workers get it by reference)
+    stores in the same PostgreSQL whatever its own environment says."""
+    text = (REPO_ROOT / "dagster.yaml").read_text()
+    url = os.environ.get(POSTGRES_URL_ENV)
+    if url:
+        start = text.index("storage:\n")
+        end = text.index("\n\n", start)
+        text = text[:start] + f"storage:\n  postgres:\n    postgres_url: {json.dumps(url)}" + text[end:]
+    return text.encode()
 
 
 def ensure_dagster_home() -> Path:
     """Points DAGSTER_HOME at $H3_HOME/dagster, with the repository's dagster.yaml in it."""
     home = h3_home() / "dagster"
     home.mkdir(parents=True, exist_ok=True)
-    template = REPO_ROOT / "dagster.yaml"
+    wanted = instance_yaml()
     target = home / "dagster.yaml"
-    if template.exists() and (
-        not target.exists() or target.read_bytes() != template.read_bytes()
-    ):
-        shutil.copyfile(template, target)
+    if not target.exists() or target.read_bytes() != wanted:
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_bytes(wanted)
+        os.replace(tmp, target)  # concurrent CLI commands never read half a file
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 

@@ -4,7 +4,7 @@ the corpus-level compression once a batch of documents has landed."""
 
 from __future__ import annotations
 
-from dagster import AssetSelection, define_asset_job
+from dagster import AssetSelection, Backoff, RetryPolicy, define_asset_job
 
 from assets.partitioning import DOCUMENTS_PARTITIONS
 
@@ -17,6 +17,12 @@ INGEST_ASSETS: list[str] = ["documents", "layout", "tables", "figures", "ocr", "
 # Corpus-level stages (unpartitioned): refit after a batch of documents lands.
 COMPRESS_ASSETS: list[str] = ["token_pca", "chunk_pooling", "doc_index"]
 
+# A step that raises (a store briefly unreachable, a worker's disk full) runs again: 2 more
+# tries, 5 s then 10 s later; every stage is idempotent per document, so a retry leaves the store
+# as one clean run would. A document that fails is not an exception (it is a failed payload), and
+# the final gate step's Failure refuses retries, so bad files are never retried.
+STEP_RETRIES = RetryPolicy(max_retries=2, delay=5, backoff=Backoff.EXPONENTIAL)
+
 ingest_job = define_asset_job(
     "ingest_documents",
     selection=AssetSelection.assets(*INGEST_ASSETS),
@@ -24,6 +30,7 @@ ingest_job = define_asset_job(
     description="PDF -> layout, tables, figures, OCR -> chunks -> SBERT vectors -> LanceDB -> "
                 "knowledge graph, structure index, CLIP, token vectors. Fails (after storing "
                 "the good documents) when any document did not ingest: see ingested_documents.",
+    op_retry_policy=STEP_RETRIES,
 )
 
 # Corpus-level: e5 vectors for English chunks once the corpus holds Chinese (assets/multilingual.py).

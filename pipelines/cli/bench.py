@@ -32,6 +32,7 @@ SCENARIOS: dict[str, str] = {
     "multihop": "pipelines.bench.seed:run_multihop",
     "filings": "pipelines.bench.filings:run",
     "embedding_engines": "pipelines.bench.embedding_engines:run",
+    "scaleout": "pipelines.bench.scaleout:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 

@@ -44,15 +44,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=16,
                    help="documents per Dagster run (1: one run per document)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
+    p.add_argument("--executor", choices=("in_process", "dask"), default=None,
+                   help="where steps run: this process (default; $H3_EXECUTOR) or a dask cluster")
+    p.add_argument("--dask-scheduler", default=None, metavar="tcp://HOST:8786",
+                   help="with --executor dask: the cluster's scheduler ($H3_DASK_SCHEDULER); "
+                        "none: a LocalCluster of --workers processes for this command")
+    p.add_argument("--workers", type=int, default=2, help="LocalCluster size (default 2)")
 
 
 def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
-           job=None, compress: bool | None = None) -> dict:
+           job=None, compress: bool | None = None, executor: str = "in_process",
+           dask_scheduler: str | None = None, workers: int = 2) -> dict:
     """Registers and ingests; returns the INTERFACES.md index-build report (no printing).
 
     `job`: the Dagster job to run (default: `ingest_documents` from the code location).
     `compress`: run `compress_corpus` afterwards when something changed (default: only with the
-    default job, whose per-document stages write the token vectors it needs)."""
+    default job, whose per-document stages write the token vectors it needs).
+    `executor`: "in_process" (one batch run after another, in this process) or "dask": the
+    batches (at most `batch_size` documents, small enough that every worker gets some) run as
+    concurrent runs whose steps execute on the cluster at `dask_scheduler`, or on a
+    LocalCluster of `workers` processes for this call."""
     files, missing, empty = _find(paths)  # before the heavy imports: a typo fails at once
     if missing:
         raise CliError(f"--path does not exist: {', '.join(missing)}")
@@ -79,19 +90,16 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     if compress is None:
         compress = job is None
     job = job or defs.resolve_job_def("ingest_documents")
-    run_ids: list[str] = []
-    batches = contiguous_batches(instance, todo_ids, max(1, batch_size))
     files_of = {r.doc_id: r.source for r in todo}
     bar = Progress(len(todo_ids), "index-build", show_progress)
-    for batch in batches:
-        result = _execute(job, instance, batch, files_of)
-        run_ids.append(result.run_id)
-        if not result.success and _crashed(result) and len(batch) > 1:
-            log(f"index-build: run {result.run_id} failed; retrying its {len(batch)} documents "
-                "one run each")
-            for doc_id in batch:
-                run_ids.append(_execute(job, instance, [doc_id], files_of).run_id)
-        bar.advance(len(batch), pages=_pages(store, batch))
+    if executor == "dask" and todo_ids:
+        run_ids = _ingest_on_dask(instance, store, todo_ids, files_of, batch_size, bar,
+                                  dask_scheduler, workers)
+    else:
+        run_ids = []
+        for batch in contiguous_batches(instance, todo_ids, max(1, batch_size)):
+            run_ids += execute_batch(job, instance, batch, files_of)
+            bar.advance(len(batch), pages=_pages(store, batch))
     bar.close()
     report = _report(store, registrations, run_ids)
     report["paths_without_pdf"] = empty
@@ -122,13 +130,53 @@ def _find(paths: list[str]) -> tuple[list, list[str], list[str]]:
     return list(dict.fromkeys(files)), missing, empty
 
 
-def _execute(job, instance, batch: list[str], files_of: dict[str, str]):
+def execute_batch(job, instance, batch: list[str], files_of: dict[str, str],
+                  run_config: dict | None = None) -> list[str]:
+    """Runs one batch; a run that crashed (not a bad document) is retried one run per document,
+    so that the culprit is isolated. Returns the run ids."""
+    result = _execute(job, instance, batch, files_of, run_config)
+    run_ids = [result.run_id]
+    if not result.success and _crashed(result) and len(batch) > 1:
+        log(f"index-build: run {result.run_id} failed; retrying its {len(batch)} documents "
+            "one run each")
+        run_ids += [_execute(job, instance, [d], files_of, run_config).run_id for d in batch]
+    return run_ids
+
+
+def _ingest_on_dask(instance, store, todo_ids: list[str], files_of: dict[str, str],
+                    batch_size: int, bar: Progress, address: str | None,
+                    workers: int) -> list[str]:
+    """The batches as concurrent runs on a dask cluster (pipelines/scaleout.py): batches of at
+    most `batch_size`, and at least two per worker so that no worker idles while one finishes."""
+    import math
+
+    from pipelines.partitions import contiguous_batches
+    from pipelines.scaleout import dask_cluster, run_batches_on_dask
+
+    with dask_cluster(address, workers) as (scheduler, count):
+        size = max(1, min(batch_size, math.ceil(len(todo_ids) / (2 * count))))
+        batches = contiguous_batches(instance, todo_ids, size)
+        return run_batches_on_dask(
+            scheduler, batches, files_of, in_flight=2 * count,
+            on_done=lambda batch: bar.advance(len(batch), pages=_pages(store, batch)))
+
+
+def _execute(job, instance, batch: list[str], files_of: dict[str, str],
+             run_config: dict | None = None):
+    """One run over a partition range: in this process, or (a reconstructable job and its
+    executor's run config) through `execute_job`, which hands the steps to that executor."""
     from assets._batch import file_names
     from pipelines.partitions import range_tags
 
     tags = {**range_tags(batch), "h3/files": file_names([files_of.get(d) for d in batch])}
-    return job.execute_in_process(run_config=QUIET, instance=instance, tags=tags,
-                                  raise_on_error=False)
+    if run_config is None:
+        return job.execute_in_process(run_config=QUIET, instance=instance, tags=tags,
+                                      raise_on_error=False)
+    from dagster import execute_job
+
+    with execute_job(job, instance, run_config={**QUIET, **run_config}, tags=tags,
+                     raise_on_error=False) as result:
+        return result
 
 
 def _crashed(result) -> bool:
@@ -280,9 +328,18 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pipelines.scaleout import SCHEDULER_ENV, ScaleOutError, executor_default
+    from resources.store.lance import StoreUnreachableError
+
     t0 = time.perf_counter()
-    with stdout_to_stderr():
-        report = ingest(args.path, args.batch_size, show_progress=not args.json)
+    try:
+        with stdout_to_stderr():
+            report = ingest(args.path, args.batch_size, show_progress=not args.json,
+                            executor=args.executor or executor_default(),
+                            dask_scheduler=args.dask_scheduler or os.environ.get(SCHEDULER_ENV),
+                            workers=args.workers)
+    except (ScaleOutError, StoreUnreachableError) as exc:  # one line, no traceback
+        raise CliError(str(exc)) from None
     report["seconds"] = round(time.perf_counter() - t0, 2)
     lines = [f"{d['status']:>9}  {d['source']}" + (f"  ({d['pages']} pages)" if d["pages"] else "")
              + (f"\n           {d['reason']}" if d["reason"] else "")

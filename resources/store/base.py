@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from resources.store.tables import DOCUMENTS
@@ -66,6 +67,11 @@ class ColdStore(ABC):
         """Total size of the store's files."""
 
     # ---- document-level helpers built on the primitives above ----
+
+    def document_lock(self, doc_id: str) -> AbstractContextManager:
+        """Held while a document is rewritten (delete + add), so that two writers of the same
+        document never interleave; a store with one writer needs none (the default)."""
+        return nullcontext()
 
     def doc_scoped_tables(self) -> list[str]:
         """Every existing table with a `doc_id` column (covers tables registered by others)."""

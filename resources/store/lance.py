@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import fcntl
+import os
+import random
 import threading
+import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,6 +18,40 @@ import pyarrow as pa
 from resources.store.base import ColdStore, Row
 from resources.store.tables import TABLES
 from resources.text_lang import fts_form
+
+# Writers on many workers commit to the same tables. Lance resolves most concurrent commits
+# itself (appends rebase on each other); what it cannot (e.g. two deletes rewriting the same
+# fragment) raises a commit conflict, and the write is simply tried again a little later.
+COMMIT_RETRIES = 6
+COMMIT_BACKOFF_S = 0.2  # doubled each try, with jitter: 0.2 .. 6.4 s
+_CONFLICT_WORDS = ("commit conflict", "retryable", "conflict", "concurrent")
+
+
+def _is_commit_conflict(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in _CONFLICT_WORDS)
+
+
+def with_commit_retries(write, what: str):
+    """Calls `write()`; retries it with exponential backoff while Lance reports a commit
+    conflict (every write here is idempotent or all-or-nothing, so a retry is safe)."""
+    for attempt in range(COMMIT_RETRIES + 1):
+        try:
+            return write()
+        except (OSError, RuntimeError, ValueError) as exc:
+            if attempt == COMMIT_RETRIES or not _is_commit_conflict(exc):
+                raise
+            COMMIT_CONFLICTS[what] = COMMIT_CONFLICTS.get(what, 0) + 1
+            time.sleep(COMMIT_BACKOFF_S * 2 ** attempt * (0.5 + random.random()))
+    raise AssertionError("unreachable")
+
+
+COMMIT_CONFLICTS: dict[str, int] = {}  # per process, for the scale-out bench
+
+
+class StoreUnreachableError(RuntimeError):
+    """The store's folder or URI cannot be opened; the message names it and the cause."""
+
 
 # Below this many rows a flat (exact) vector scan takes a few ms; above it an ANN index pays off.
 ANN_MIN_ROWS = 20_000
@@ -30,9 +69,17 @@ class LanceColdStore(ColdStore):
         import lancedb
 
         self.path = Path(path)
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+            probe = self.path / f".probe-{os.getpid()}-{threading.get_ident()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+            self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
+        except OSError as exc:  # a worker whose shared mount is missing or read-only
+            raise StoreUnreachableError(
+                f"cold store {self.path}: cannot open for writing: {exc.strerror or exc} "
+                "(every worker needs H3_HOME on the same shared folder)") from None
         self.ann_index_type = _ANN_TYPES.get(ann_index_type, "IVF_PQ")
-        self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
         self._tables: dict = {}
         self._lock = threading.Lock()
 
@@ -60,6 +107,20 @@ class LanceColdStore(ColdStore):
         return handle is not None and column in handle.schema.names
 
     # ---- writes ----
+    @contextmanager
+    def document_lock(self, doc_id: str) -> Iterator[None]:
+        """Holds an exclusive lock on one document across processes (a file lock in the store's
+        folder: on one machine, and on shared filesystems that honour flock, e.g. NFSv4), so two
+        runs writing the same document never interleave their delete and add."""
+        folder = self.path / ".locks"
+        folder.mkdir(exist_ok=True)
+        with open(folder / f"{doc_id}.lock", "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def add(self, table: str, rows: Sequence[Row]) -> int:
         if len(rows) == 0:
             return 0
@@ -70,7 +131,7 @@ class LanceColdStore(ColdStore):
             rows = [r if r.get("fts_text") else {**r, "fts_text": fts_form(r.get("text") or "")}
                     for r in rows]
         data = pa.Table.from_pylist(list(rows), schema=handle.schema)
-        handle.add(data)
+        with_commit_retries(lambda: handle.add(data), f"add {table}")
         return data.num_rows
 
     def delete_where(self, table: str, where: str) -> int:
@@ -79,7 +140,7 @@ class LanceColdStore(ColdStore):
             return 0
         matching = handle.count_rows(where)
         if matching:
-            handle.delete(where)
+            with_commit_retries(lambda: handle.delete(where), f"delete {table}")
         return matching
 
     # ---- reads ----
@@ -149,10 +210,11 @@ class LanceColdStore(ColdStore):
             if existing is None:
                 with warnings.catch_warnings():  # create_fts_index is the stable spelling here
                     warnings.simplefilter("ignore")
-                    handle.create_fts_index(column, replace=True)
+                    with_commit_retries(lambda c=column: handle.create_fts_index(c, replace=True),
+                                        f"index {table}")
                 done[column] = "fts created"
             elif (existing.num_unindexed_rows or 0) >= FTS_MERGE_ROWS:
-                handle.optimize()
+                with_commit_retries(handle.optimize, f"optimize {table}")
                 done[column] = "fts merged"
         column = spec.vector_column
         if column and handle.count_rows() >= ANN_MIN_ROWS and not any(
