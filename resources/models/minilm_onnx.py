@@ -24,7 +24,7 @@ import numpy as np
 
 from h3_runtime.home import under_home
 
-_SESSIONS: dict[tuple[str, int], object] = {}
+_SESSIONS: dict[tuple[str, int], tuple[object, Path]] = {}
 _LOCK = threading.Lock()
 
 
@@ -122,8 +122,10 @@ class OnnxMiniLM:
         key = (precision, threads)
         with _LOCK:
             if key not in _SESSIONS:
-                _SESSIONS[key] = _session(precision, threads)
-            self.session = _SESSIONS[key]
+                _SESSIONS[key] = (_session(precision, threads), onnx_path(precision))
+            # path: the graph this session runs. Sessions are shared by the process, so it lies
+            # under the H3_HOME of whoever built it first, not necessarily today's H3_HOME.
+            self.session, self.path = _SESSIONS[key]
 
     def embed(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         return self.session.run(None, {"ids": ids, "mask": mask})[0]

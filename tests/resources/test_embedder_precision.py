@@ -81,11 +81,13 @@ def test_onnx_int8_graph_quantises_the_layers_torch_does_and_stays_close_to_fp32
     the FFN input only, and vectors close to fp32 (torch's int8 ones: > 0.97)."""
     import onnx
 
-    from resources.models.minilm_onnx import onnx_path
+    from resources.models.minilm_onnx import OnnxMiniLM
 
     fp32, int8 = embedders
     int8.encode(["builds the graph"])
-    nodes = onnx.load(str(onnx_path("int8"))).graph.node
+    # the session int8.encode ran (shared by the process: built under an earlier test's H3_HOME
+    # when one came first, which is why the path comes from the session, not from onnx_path)
+    nodes = onnx.load(str(OnnxMiniLM("int8").path)).graph.node
     quantized = [n.name for n in nodes if n.op_type == "MatMulInteger"]
     plain = [n.name for n in nodes if n.op_type == "MatMul"]
     assert len(quantized) == 30  # 6 layers x (Q, K, V, attention output, FFN input)
