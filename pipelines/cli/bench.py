@@ -62,7 +62,10 @@ def run(args: argparse.Namespace) -> int:
         func = getattr(importlib.import_module(module_name), func_name)
         extra = ({"home": args.home} if getattr(args, "home", None)
                  and "home" in inspect.signature(func).parameters else {})
-        result = func(out, args.quick, **extra)
+        try:
+            result = func(out, args.quick, **extra)
+        except FileNotFoundError as exc:  # a corpus or model folder the scenario needs is absent
+            raise CliError(f"scenario {name}: {exc}") from exc
         result["wall_s"] = round(time.perf_counter() - t0, 2)
         report["scenarios"][name] = result
         (out / f"{name}.json").write_text(json.dumps(result, indent=2, default=str))
