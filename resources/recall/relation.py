@@ -17,10 +17,10 @@ from ontology.document import Hit
 from ontology.entities import NAME_TYPES, entity_id, normalise_name
 from ontology.relations import RELATIONS_BY_NAME
 from resources.graph.build import MENTIONS
-from resources.graph.tables import EDGES, ENTITIES
 from resources.recall.intent import detect_relations, query_entities
 from resources.recall.router import RecallContext, register_intent
 from resources.store.base import ColdStore, sql_str
+from resources.store.tables import EDGES, ENTITIES
 
 # "who acquired X", "X was acquired by": the named entity is the tail of the asked relation
 _ASKS_FOR_HEAD = re.compile(

@@ -21,8 +21,8 @@ from resources.recall.intent import (
 from resources.recall.router import RecallContext, register_intent
 from resources.recall.text import coverage, terms
 from resources.semantic.structures import STRUCTURAL_KINDS
-from resources.semantic.tables import STRUCTURES
 from resources.store.base import sql_str
+from resources.store.tables import STRUCTURES
 from resources.text_lang import join_spaced_han
 
 COLUMNS = ["doc_id", "region_id", "page", "kind", "bbox", "caption", "text", "search_text",

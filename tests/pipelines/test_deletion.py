@@ -39,14 +39,13 @@ def _store_kv(root, doc_id: str):
 def two_documents(h3_home):
     """Two documents in a real LanceDB store: shared entity `acme`, `only-a` mentioned by A only;
     rows, files, KV and partitions for both."""
-    import assets.kv  # noqa: F401  (registers the kv_blocks table)
     from pipelines.instance import get_instance
     from pipelines.partitions import add_partitions
     from resources.graph.store import refresh_nodes
-    from resources.graph.tables import EDGES
     from resources.runtime import doc_kv_root
     from resources.settings import load_config
     from resources.store import open_store
+    from resources.store.tables import EDGES
 
     store = open_store()
     kv_keys = {}
