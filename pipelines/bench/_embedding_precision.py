@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from h3_runtime.home import h3_home_env
+from pipelines.instance import h3_home_env
 
 
 def _chunk_texts(home: Path) -> list[str]:

@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-from h3_runtime.home import h3_home_env
 from pipelines.bench.floor import with_floor
 from pipelines.bench.ingest import (
     DOCLING,
@@ -45,6 +44,7 @@ from pipelines.bench.ingest import (
     _stage_cpu_seconds,
     warm_latency,
 )
+from pipelines.instance import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpora" / "financebench-dev"

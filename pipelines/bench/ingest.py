@@ -23,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from h3_runtime.home import h3_home_env
 from pipelines.bench._embedding_precision import (
     compare_batch_sizes,
     compare_cold_starts,
     compare_precisions,
 )
+from pipelines.instance import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "tests" / "fixtures" / "sample_corpus"

@@ -63,7 +63,7 @@ def two_documents(h3_home):
         (h3_home / "figures" / doc_id).mkdir()
         (h3_home / "figures" / doc_id / "p1-f0.png").write_bytes(b"png")
         (h3_home / "staging" / "chunks" / f"{doc_id}.json").write_text("{}")
-        _, kv_keys[doc_id] = _store_kv(doc_kv_root(load_config()), doc_id)
+        _, kv_keys[doc_id] = _store_kv(doc_kv_root(load_config().runtime), doc_id)
     store.add(EDGES.name, [_edge(DOC_A, "acme", "Acme"), _edge(DOC_A, "only-a", "Solo Ltd"),
                            _edge(DOC_B, "acme", "ACME")])
     refresh_nodes(store, ["acme", "only-a"])
@@ -92,7 +92,7 @@ def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
     assert nodes["acme"]["doc_ids"] == [DOC_B] and nodes["acme"]["aliases"] == ["ACME"]
     assert not (home / "figures" / DOC_A).exists() and (home / "figures" / DOC_B).exists()
     assert not (home / "staging" / "chunks" / f"{DOC_A}.json").exists()
-    kv_root = doc_kv_root(load_config())
+    kv_root = doc_kv_root(load_config().runtime)
     assert report.kv_removed == [two_documents["kv"][DOC_A]]
     kv = _doc_kv(kv_root)  # a new process's view of the folder
     assert kv.find(DOC_A, "test-model") is None
