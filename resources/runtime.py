@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChunkText", "H3RuntimeResource", "KV_FORMAT", "Precomputed", "doc_kv_root"]
 
+# Process-wide on purpose: opening the runtime loads the model (~5 s), and the runs of one CLI
+# command (`h3 ask`, the `document_kv` batches of `h3 index-build`) or of one dask worker reuse it.
 _OPEN: dict[tuple, ReuseRuntime] = {}
 _LOCK = threading.Lock()
 

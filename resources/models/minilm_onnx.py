@@ -24,6 +24,8 @@ import numpy as np
 
 from h3_runtime.home import under_home
 
+# onnxruntime sessions per (precision, threads): a model cache, process-wide like the torch
+# weights in embedder.py (each run would otherwise build its session again, ~1 s)
 _SESSIONS: dict[tuple[str, int], object] = {}
 _LOCK = threading.Lock()
 

@@ -27,6 +27,8 @@ _ASKS_FOR_HEAD = re.compile(
     r"\bwho\s+(?:has\s+|had\s+)?(?:acquired|bought|purchased|owns|founded|supplies|took over)\b|"
     r"\b(?:acquired|bought|purchased|founded|owned|supplied)\s+by\b|\bsubsidiary of which\b|"
     r"\bparent\b|\bwho\s+(?:is|are)\s+(?:the\s+)?suppliers?\b", re.IGNORECASE)
+# a data cache, not a client: the entity gazetteer per store, rebuilt when the graph tables or
+# the set of ok documents change (`version` below), so a batch of queries builds it once
 _CACHE: dict[str, tuple[tuple, dict[str, list[str]]]] = {}
 _LOCK = threading.Lock()
 
