@@ -40,13 +40,20 @@ class ColdStoreResource(ConfigurableResource):
     path: str | None = Field(
         default=None, description="LanceDB folder; null means $H3_HOME/lancedb")
 
+    _in_run: bool = PrivateAttr(default=False)
     _store: LanceColdStore | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         # a connection of the run's own: cheap to open (a folder), and every read sees the
-        # latest commit, so nothing is gained by sharing one across runs
-        self._store = LanceColdStore(store_path(self.path), load_config().hbf.ann_index_type)
+        # latest commit, so nothing is gained by sharing one across runs. Opened at the first
+        # get_store, so that a bad h3_config.yaml fails the step that reads it, naming the key
+        # (a resource that fails to start fails the run without a step failure to show it).
+        self._in_run, self._store = True, None
 
     def get_store(self) -> LanceColdStore:
         """The run's store (outside a run, e.g. a resource built by hand: `open_store`'s)."""
-        return self._store if self._store is not None else open_store(self.path)
+        if not self._in_run:
+            return open_store(self.path)
+        if self._store is None:
+            self._store = LanceColdStore(store_path(self.path), load_config().hbf.ann_index_type)
+        return self._store
