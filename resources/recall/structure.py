@@ -112,6 +112,8 @@ def structure_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
                    if intent and intent.ordinal else set())
     scored = []
     for row, c in zip(rows, cos, strict=True):
+        # orders this intent's own hits (the router fuses intents by rank, not by score); the
+        # 1.0 floor stays because `h3 recall` shows the score and its weak-match mark reads it
         score = 1.0 + 0.6 * max(float(c), 0.0) + 0.3 * match_share(q_terms, q_grams,
                                                                   row["search_text"])
         score += _position_bonus(intent, row, ordinal_ids)
