@@ -24,6 +24,17 @@ def test_stats_on_an_empty_store_lists_every_table(tmp_path):
     assert report["documents"] == {}
 
 
+def test_a_bad_config_is_one_line_naming_the_key(tmp_path):
+    config = tmp_path / "h3_config.yaml"
+    config.write_text("cold_storage:\n  ocr_enable: true\n")
+    env = os.environ | {"H3_HOME": str(tmp_path / "h3"), "H3_CONFIG": str(config)}
+    out = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "stats", "--json"],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "cold_storage.ocr_enable" in out.stderr
+    assert "ocr_enabled" in out.stderr  # what is allowed there
+
+
 def test_importing_the_pipeline_declares_no_other_table():
     code = ("from resources.store.tables import TABLES; before = set(TABLES); "
             "import pipelines.definitions; print(sorted(set(TABLES) - before))")
