@@ -14,7 +14,6 @@ import json
 import re
 import time
 
-import pyarrow as pa
 from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
 
 from assets._batch import markdown_table, per_document, summary_metadata
@@ -23,35 +22,8 @@ from assets.kv import document_chunks
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.runtime import H3RuntimeResource
 from resources.store import ColdStoreResource, sql_str
-from resources.store.tables import TableSpec, register_table
+from resources.store.tables import ANALYSIS, CROSS_CHECKS
 
-ANALYSIS = register_table(TableSpec(
-    name="analysis",
-    description="per-document analysis: summary, key facts (with page), the runtime's risk note",
-    fts_columns=("text",),
-    schema=pa.schema([
-        pa.field("doc_id", pa.string()),
-        pa.field("kind", pa.string()),  # summary | note | amount | date | party | clause
-        pa.field("label", pa.string()),
-        pa.field("value", pa.string()),
-        pa.field("page", pa.int32()),  # 1-based; 0 for whole-document rows
-        pa.field("text", pa.string()),
-        pa.field("extra_json", pa.string()),
-        pa.field("created_at", pa.float64()),
-    ]),
-))
-CROSS_CHECKS = register_table(TableSpec(
-    name="cross_checks", doc_scoped=False,
-    description="facts compared across documents: agree | conflict",
-    schema=pa.schema([
-        pa.field("kind", pa.string()),
-        pa.field("label", pa.string()),
-        pa.field("status", pa.string()),
-        pa.field("doc_ids", pa.list_(pa.string())),
-        pa.field("detail_json", pa.string()),
-        pa.field("created_at", pa.float64()),
-    ]),
-))
 SUMMARY_QUESTION = "Summarise this document in three sentences."
 RISK_QUESTION = ("List the key risk points of this document: clauses, amounts, dates and "
                  "parties, citing pages.")
@@ -67,8 +39,8 @@ def _ask_document(runtime, db, doc_id: str, question: str, max_new_tokens: int):
 
 def _replace_rows(db, doc_id: str, kinds: tuple[str, ...], rows: list[dict]) -> None:
     quoted = ", ".join(sql_str(k) for k in kinds)
-    db.delete_where("analysis", f"doc_id = {sql_str(doc_id)} AND kind IN ({quoted})")
-    db.add("analysis", rows)
+    db.delete_where(ANALYSIS.name, f"doc_id = {sql_str(doc_id)} AND kind IN ({quoted})")
+    db.add(ANALYSIS.name, rows)
 
 
 def _row(doc_id: str, kind: str, text: str, page: int = 0, label: str = "", value: str = "",
@@ -138,14 +110,14 @@ def cross_document_checks(context: AssetExecutionContext, store: ColdStoreResour
     db = store.get_store()
     ok = set(db.ok_doc_ids())
     facts: dict[str, list[dict]] = {}
-    for row in db.rows("analysis", "kind IN ('amount', 'date', 'party')",
+    for row in db.rows(ANALYSIS.name, "kind IN ('amount', 'date', 'party')",
                        ["doc_id", "kind", "label", "value", "page"]):
         if row["doc_id"] in ok:
             facts.setdefault(row["doc_id"], []).append(row)
     checks = cross_check(facts)
-    db.delete_where("cross_checks", "kind IS NOT NULL")
+    db.delete_where(CROSS_CHECKS.name, "kind IS NOT NULL")
     now = time.time()
-    db.add("cross_checks", [{"kind": c["kind"], "label": c["label"], "status": c["status"],
+    db.add(CROSS_CHECKS.name, [{"kind": c["kind"], "label": c["label"], "status": c["status"],
                              "doc_ids": [d["doc_id"] for d in c["documents"]],
                              "detail_json": json.dumps(c["documents"]), "created_at": now}
                             for c in checks])

@@ -10,9 +10,9 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 from assets._batch import per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.semantic.clip import ClipEmbedder, load_clip
-from resources.semantic.tables import FIGURE_EMBEDDINGS
 from resources.settings import load_config
 from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store.tables import FIGURE_EMBEDDINGS
 
 
 def embed_document_figures(store: ColdStore, clip: ClipEmbedder, doc_id: str) -> dict:

@@ -23,9 +23,9 @@ from dagster import (
 from assets.pooling import chunk_pooling
 from h3_runtime.home import under_home
 from resources.semantic.doc_index import build_index, document_vector, measure, save_index
-from resources.semantic.tables import CHUNK_SUMMARIES
 from resources.settings import load_config
 from resources.store import ColdStoreResource
+from resources.store.tables import CHUNK_SUMMARIES
 
 
 def index_path() -> Path:

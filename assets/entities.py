@@ -24,12 +24,12 @@ from assets._batch import markdown_table, per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.graph.build import MENTIONS
 from resources.graph.store import write_document_graph
-from resources.graph.tables import EDGES, ENTITIES
 from resources.nlp.extract import TextUnit, extract
 from resources.nlp.issuer import DocumentProfile
 from resources.nlp.roles import RoleUnit, extract_roles
 from resources.settings import load_config
 from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store.tables import EDGES, ENTITIES
 
 TEXT_KINDS = ("text", "title", "list", "caption", "ocr_text")
 

@@ -11,32 +11,13 @@ the first format (per-document folders) is removed with one log line and prefill
 
 import time
 
-import pyarrow as pa
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from assets._batch import per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.runtime import KV_FORMAT, ChunkText, H3RuntimeResource
 from resources.store import ColdStore, ColdStoreResource, sql_str
-from resources.store.tables import TableSpec, register_table
-
-KV_BLOCKS = register_table(TableSpec(
-    name="kv_blocks",
-    description="one row per stored KV block of a document (cold tier index, lineage to chunks)",
-    schema=pa.schema([
-        pa.field("doc_id", pa.string()),
-        pa.field("kv_key", pa.string()),  # the document's content key (prefix hash of all its tokens)
-        pa.field("model_key", pa.string()),
-        pa.field("format_version", pa.int32()),
-        pa.field("group", pa.int32()),  # the block's index in the document
-        pa.field("token_start", pa.int32()),
-        pa.field("token_end", pa.int32()),
-        pa.field("bytes", pa.int64()),
-        pa.field("crc32", pa.int64()),
-        pa.field("chunks", pa.int32()),  # chunks of the document covered by the stored KV
-        pa.field("created_at", pa.float64()),
-    ]),
-))
+from resources.store.tables import KV_BLOCKS
 
 
 def document_chunks(db: ColdStore, doc_id: str) -> list[ChunkText]:
@@ -56,10 +37,10 @@ def precompute_one(runtime: H3RuntimeResource, db: ColdStore, doc_id: str) -> di
     if not chunks:
         raise ValueError(f"document {doc_id}: no chunks in the cold store (ingest it first)")
     kv = runtime.precompute(doc_id, chunks)
-    if kv.computed or not db.rows("kv_blocks", f"kv_key = {sql_str(kv.kv_key)}", ["kv_key"], 1):
-        db.delete_where("kv_blocks", f"doc_id = {sql_str(doc_id)}")
+    if kv.computed or not db.rows(KV_BLOCKS.name, f"kv_key = {sql_str(kv.kv_key)}", ["kv_key"], 1):
+        db.delete_where(KV_BLOCKS.name, f"doc_id = {sql_str(doc_id)}")
         now = time.time()
-        db.add("kv_blocks", [{
+        db.add(KV_BLOCKS.name, [{
             "doc_id": doc_id, "kv_key": kv.kv_key, "model_key": kv.model_key,
             "format_version": KV_FORMAT, "group": b, "token_start": block["token_start"],
             "token_end": block["token_end"], "bytes": block["bytes"], "crc32": block["crc32"],

@@ -30,7 +30,7 @@ from assets.partitioning import DOCUMENTS_PARTITIONS
 from h3_runtime.config import ConfigError
 from h3_runtime.home import under_home
 from resources.models.embedder import SbertEmbedderResource
-from resources.semantic.pca import PcaModel, check_dim, fit_pca
+from resources.semantic.pca import PcaModel, fit_pca
 from resources.semantic.tokens import (
     encode_tokens,
     load_doc_tokens,
@@ -109,9 +109,8 @@ def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, co
        description="Token-level PCA fitted on this corpus's own token vectors "
                    "(hbf.compression_pca_dim >= 128), saved as safetensors with lineage.")
 def token_pca(context: AssetExecutionContext, store: ColdStoreResource) -> MaterializeResult:
-    try:  # h3_config.yaml refuses a dim < 128 on load; either way the run fails saying why
+    try:  # h3_config.yaml refuses a dim < 128 on load: the run fails saying why
         dim = load_config().hbf.compression_pca_dim
-        check_dim(dim)
     except ConfigError as exc:
         raise Failure(description=f"token_pca: {exc}") from exc
     chunk_ids, tokens = corpus_tokens(store.get_store())

@@ -28,8 +28,8 @@ from resources.semantic.artifacts import load_tensors, save_tensors
 from resources.semantic.contrastive import ChunkInfo, train_pooler
 from resources.semantic.pca import PcaModel
 from resources.semantic.pooling import ChunkPooler, num_parameters, summarise
-from resources.semantic.tables import CHUNK_SUMMARIES
 from resources.store import ColdStore, ColdStoreResource
+from resources.store.tables import CHUNK_SUMMARIES
 
 POOLING_SEED = 0
 SAME_TOPIC_TARGET = 0.85  # the seed's target for the mean same-topic cosine

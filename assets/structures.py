@@ -11,8 +11,8 @@ from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.embedder import SbertEmbedderResource
 from resources.recall.structure import EXACT_LIMIT
 from resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
-from resources.semantic.tables import STRUCTURES
 from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store.tables import STRUCTURES
 
 TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
 

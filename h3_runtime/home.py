@@ -1,15 +1,14 @@
 """Where an H³ installation keeps its files: `H3_HOME` (default `./.h3`).
 
 Everything the CLI, the pipelines and the runtime write goes under this folder, so two different
-H3_HOMEs never interfere.
+H3_HOMEs never interfere. (The Dagster instance under it is the pipeline's business:
+`pipelines/instance.py`.)
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -40,19 +39,3 @@ def under_home(*parts: str) -> Path:
     if path != home and home not in path.parents:
         raise H3HomeError(f"refusing a path outside H3_HOME: {'/'.join(parts)!r}")
     return path
-
-
-@contextmanager
-def h3_home_env(home: Path) -> Iterator[Path]:
-    """Points H3_HOME (and so the store and the Dagster instance) at `home` for the block, then
-    restores the previous H3_HOME and DAGSTER_HOME (used by the benches and the tests)."""
-    old = {k: os.environ.get(k) for k in ("H3_HOME", "DAGSTER_HOME")}
-    os.environ["H3_HOME"] = str(home)
-    try:
-        yield home
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value

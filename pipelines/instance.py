@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from h3_runtime.home import h3_home
@@ -23,6 +25,23 @@ def instance_yaml() -> bytes:
         end = text.index("\n\n", start)
         text = text[:start] + f"storage:\n  postgres:\n    postgres_url: {json.dumps(url)}" + text[end:]
     return text.encode()
+
+
+@contextmanager
+def h3_home_env(home: Path) -> Iterator[Path]:
+    """Points H3_HOME (and so the store and the Dagster instance) at `home` for the block, then
+    restores the previous H3_HOME and DAGSTER_HOME (`ensure_dagster_home` sets the latter from
+    the former; used by the benches and the tests)."""
+    old = {k: os.environ.get(k) for k in ("H3_HOME", "DAGSTER_HOME")}
+    os.environ["H3_HOME"] = str(home)
+    try:
+        yield home
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def ensure_dagster_home() -> Path:

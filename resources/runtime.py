@@ -26,13 +26,15 @@ from h3_runtime.home import under_home
 from h3_runtime.kvcache.cold import cold_root
 from h3_runtime.reuse.doc_kv import FORMAT_VERSION as KV_FORMAT
 from h3_runtime.reuse.prompt import ChunkText
-from resources.settings import config_path
+from resources.settings import load_config
 
 if TYPE_CHECKING:
     from h3_runtime.reuse.runtime import ReuseRuntime
 
 __all__ = ["ChunkText", "H3RuntimeResource", "KV_FORMAT", "Precomputed", "doc_kv_root"]
 
+# Process-wide on purpose: opening the runtime loads the model (~5 s), and the runs of one CLI
+# command (`h3 ask`, the `document_kv` batches of `h3 index-build`) or of one dask worker reuse it.
 _OPEN: dict[tuple, ReuseRuntime] = {}
 _LOCK = threading.Lock()
 
@@ -69,8 +71,8 @@ class H3RuntimeResource(ConfigurableResource):
         default=16, description="tokens recomputed at the start of each re-positioned span")
 
     def load_config(self) -> H3Config:
-        path = self.config_file or config_path()
-        return H3Config.from_any(str(path) if path else None)
+        """The runtime's part of the project settings (the whole file validated once)."""
+        return load_config(self.config_file).runtime
 
     def get_runtime(self) -> ReuseRuntime:
         """The process-wide `ReuseRuntime` for this configuration (loaded on first use, ~5 s)."""

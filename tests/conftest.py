@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from h3_runtime.home import h3_home_env  # noqa: F401  (re-exported for the tests)
+from pipelines.instance import h3_home_env  # noqa: F401  (re-exported for the tests)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

@@ -1,26 +1,33 @@
-"""h3_config.yaml validation: seed keys load, unknown keys and bad values are named."""
+"""h3_config.yaml validation: seed keys load, unknown keys and bad values are named, and each
+key belongs to one owner (the runtime's H3Config or the pipeline's Settings)."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from h3_runtime.config import ConfigError, H3Config
+from resources.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def test_repository_config_loads_with_seed_values():
-    cfg = H3Config.load(REPO / "h3_config.yaml")
+    settings = Settings.load(REPO / "h3_config.yaml")
+    cfg = settings.runtime
     assert cfg.scheduler.ahaz_alpha == 0.999
     assert cfg.scheduler.hbm_threshold == 0.95
     assert cfg.scheduler.hbf_threshold == 0.3
-    assert cfg.hbf.compression_pca_dim >= 128
-    assert cfg.hbf.ann_index_type in ("IVF_PQ", "HNSW")
+    assert cfg.hbf.prefetch_window == 2
+    assert settings.hbf.compression_pca_dim >= 128
+    assert settings.hbf.ann_index_type in ("IVF_PQ", "HNSW")
+    assert settings.cold_storage.ocr_enabled and settings.cold_storage.knowledge_graph_enabled
 
 
 def test_pca_dim_below_128_is_refused_naming_the_key():
     with pytest.raises(ConfigError, match="hbf.compression_pca_dim"):
-        H3Config.from_dict({"hbf": {"compression_pca_dim": 64}})
+        Settings.parse({"hbf": {"compression_pca_dim": 64}})
 
 
 @pytest.mark.parametrize(
@@ -30,22 +37,40 @@ def test_pca_dim_below_128_is_refused_naming_the_key():
         ({"scheduler": {"ahaz_alfa": 0.9}}, "scheduler.ahaz_alfa"),
         ({"scheduler": {"ahaz_alpha": "high"}}, "scheduler.ahaz_alpha"),
         ({"hbf": {"ann_index_type": "FLAT"}}, "hbf.ann_index_type"),
+        ({"hbf": {"compression_pca_dim": "128"}}, "hbf.compression_pca_dim"),
+        ({"hbf": {"prefetch_windows": 3}}, "hbf.prefetch_windows"),
         ({"cold_storage": {"ocr_enabled": "yes"}}, "cold_storage.ocr_enabled"),
+        ({"cold_storage": {"ocr_enable": True}}, "cold_storage.ocr_enable"),
         ({"scheduler": {"hbm_threshold": 0.2}}, "thresholds"),
         ({"runtime": {"cold_storage_max_gb": 0}}, "runtime.cold_storage_max_gb"),
     ],
 )
 def test_bad_keys_and_values_are_errors_naming_the_key(data, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
-        H3Config.from_dict(data)
+        Settings.parse(data)
 
 
-def test_unknown_key_lists_allowed_keys(tmp_path):
+def test_unknown_key_lists_the_allowed_keys_of_both_owners(tmp_path):
     path = tmp_path / "h3_config.yaml"
     path.write_text("hbf:\n  prefetch_windows: 3\n")
     with pytest.raises(ConfigError) as err:
-        H3Config.load(path)
-    assert str(path) in str(err.value) and "prefetch_window" in str(err.value)
+        Settings.load(path)
+    message = str(err.value)
+    assert str(path) in message and "prefetch_window" in message
+    assert "compression_pca_dim" in message  # the pipeline's key of the same section
+
+
+def test_runtime_owns_only_its_keys():
+    # the runtime's config has no pipeline setting; strict, it names a pipeline key as unknown
+    assert not hasattr(H3Config().hbf, "compression_pca_dim")
+    assert not hasattr(H3Config(), "cold_storage")
+    with pytest.raises(ConfigError, match=r"hbf\.compression_pca_dim"):
+        H3Config.from_dict({"hbf": {"compression_pca_dim": 256}})
+    # the engine's lenient load of the shared file keeps the runtime's keys, checked
+    cfg = H3Config.load(REPO / "h3_config.yaml", strict=False)
+    assert cfg.scheduler.ahaz_alpha == 0.999
+    with pytest.raises(ConfigError, match=r"scheduler\.ahaz_alpha"):
+        H3Config.from_dict({"scheduler": {"ahaz_alpha": 2.0}, "cold_storage": {}}, strict=False)
 
 
 def test_replace_revalidates():
@@ -53,3 +78,18 @@ def test_replace_revalidates():
     assert cfg.replace("runtime", block_tokens=32).runtime.block_tokens == 32
     with pytest.raises(ConfigError):
         cfg.replace("runtime", block_tokens=0)
+
+
+def test_runtime_does_not_know_where_the_dagster_instance_lives():
+    hits = [str(p.relative_to(REPO)) for p in (REPO / "h3_runtime").rglob("*.py")
+            if "DAGSTER_HOME" in p.read_text()]
+    assert hits == []
+
+
+def test_runtime_config_imports_without_the_pipeline():
+    code = ("import sys, h3_runtime.config, h3_runtime.home; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('resources', 'assets', 'pipelines', 'dagster')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

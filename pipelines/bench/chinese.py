@@ -29,7 +29,8 @@ from pathlib import Path
 
 import yaml
 
-from pipelines.bench._semantic import h3_home_env, warm_all
+from pipelines.bench.semantic_ingest import warm_all
+from pipelines.instance import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 QUERIES = REPO / "tests" / "fixtures" / "chinese_queries.jsonl"

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import numpy as np
 
-from h3_runtime.home import h3_home_env
 from pipelines.bench.filings import (
     ProjectedStore,
     _jsonl,
@@ -24,6 +23,7 @@ from pipelines.bench.filings import (
     page_scores,
     without_company,
 )
+from pipelines.instance import h3_home_env
 
 
 def _torch_int8_encoder():

@@ -36,15 +36,15 @@ from pathlib import Path
 
 import numpy as np
 
-from h3_runtime.home import h3_home_env
 from pipelines.bench.floor import with_floor
 from pipelines.bench.ingest import (
     DOCLING,
     SAMPLE,
     _cpu_seconds,
-    _stage_cpu_seconds,
+    stage_cpu_seconds,
     warm_latency,
 )
+from pipelines.instance import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpora" / "financebench-dev"
@@ -80,7 +80,7 @@ def stage_times(home: Path, run_ids: list[str] | None = None) -> dict:
                 if step.end_time and step.start_time:
                     wall[step.step_key] = wall.get(step.step_key, 0.0) + (
                         step.end_time - step.start_time)
-    cpu = _stage_cpu_seconds(home)
+    cpu = stage_cpu_seconds(home)
     return {"runs": len(ids),
             "stage_wall_s": {k: round(v, 2) for k, v in sorted(wall.items(),
                                                                key=lambda kv: -kv[1])},

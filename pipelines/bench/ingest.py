@@ -23,12 +23,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from h3_runtime.home import h3_home_env
-from pipelines.bench._embedding_precision import (
+from pipelines.bench.embedding_precision import (
     compare_batch_sizes,
     compare_cold_starts,
     compare_precisions,
 )
+from pipelines.instance import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "tests" / "fixtures" / "sample_corpus"
@@ -58,7 +58,7 @@ def _corpus(dest: Path, quick: bool) -> Path:
     return dest
 
 
-def _core_job(layout_pages: str = "visual"):
+def core_job(layout_pages: str = "visual"):
     """The issue-2 stages only, as one partitioned job (layout model on `layout_pages`)."""
     from dagster import AssetSelection, Definitions, define_asset_job
 
@@ -73,7 +73,7 @@ def _core_job(layout_pages: str = "visual"):
                        ).resolve_job_def("ingest_core")
 
 
-def _warm_models() -> float:
+def warm_models() -> float:
     """Loads every model and heavy library once (as a long-lived process, e.g. the Dagster code
     server, would have); returns the seconds (reported as `model_load_s`, and in
     `cold_pages_per_s`)."""
@@ -92,7 +92,7 @@ def _warm_models() -> float:
     return time.perf_counter() - t0
 
 
-def _ingest_variant(home: Path, corpus: Path, batch_size: int, job) -> dict:
+def ingest_variant(home: Path, corpus: Path, batch_size: int, job) -> dict:
     from pipelines.cli.index_build import ingest
     from pipelines.instance import get_instance
 
@@ -109,7 +109,7 @@ def _ingest_variant(home: Path, corpus: Path, batch_size: int, job) -> dict:
                 if step.end_time and step.start_time:
                     stages[step.step_key] = stages.get(step.step_key, 0.0) + (
                         step.end_time - step.start_time)
-    stage_cpu = _stage_cpu_seconds(home)
+    stage_cpu = stage_cpu_seconds(home)
     pages = sum(d["pages"] or 0 for d in report["documents"] if d["status"] == "ok")
     text_pages = _text_layer_pages([d["source"] for d in report["documents"]
                                     if d["status"] == "ok"])
@@ -139,7 +139,7 @@ def _ingest_variant(home: Path, corpus: Path, batch_size: int, job) -> dict:
             "dagster_overhead_cpu_s": round(cpu - sum(stage_cpu.values()), 2)}
 
 
-def _stage_cpu_seconds(home: Path) -> dict[str, float]:
+def stage_cpu_seconds(home: Path) -> dict[str, float]:
     """Sum of the `stage_cpu_seconds` every staged payload of this H3_HOME records, per asset."""
     totals: dict[str, float] = {}
     for path in sorted((home / "staging").glob("*/*.json")):
@@ -249,20 +249,20 @@ def run(out_dir: Path, quick: bool) -> dict:
         # document over the whole corpus takes ~4 min on a busy 2-core machine.
         subset = corpus if quick else _corpus(work / "subset", True)
         load_before = os.getloadavg()
-        load_s = _warm_models()
-        core = _core_job()
+        load_s = warm_models()
+        core = core_job()
         variants = [("batched", corpus, 16, core)]
         if not quick:
             variants.append(("batched_small", subset, 16, core))
         variants.append(("per_document_small" if not quick else "per_document", subset, 1, core))
         if os.environ.get("H3_BENCH_LAYOUT_ALL") == "1":  # +2-4 min: off by default
-            variants.append(("layout_all_pages", corpus, 16, _core_job("all")))
+            variants.append(("layout_all_pages", corpus, 16, core_job("all")))
         ingest: dict = {}
         recall_report: dict = {}
         precision_report: dict = {}
         batch_report: dict = {}
         for name, docs, batch_size, job in variants:
-            ingest[name] = _ingest_variant(work / name, docs, batch_size, job)
+            ingest[name] = ingest_variant(work / name, docs, batch_size, job)
             if name == "batched":
                 recall_report = _recall_quality(work / "batched", quick)
                 # The same chunks embedded at the other precision, recall measured the same way.

@@ -18,8 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipelines.bench._semantic import h3_home_env, warm_all
-from pipelines.bench.news_corpus import write_set
+from pipelines.bench.semantic_ingest import warm_all
+from pipelines.instance import h3_home_env
+from tests.fixtures.news_corpus import write_set
 
 REPO = Path(__file__).resolve().parents[2]
 KG = REPO / "tests" / "fixtures" / "kg"

@@ -20,8 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
-from h3_runtime.home import h3_home_env
 from pipelines.bench.ingest import DOCLING, SAMPLE
+from pipelines.instance import h3_home_env
 
 WARMUP_PDF = SAMPLE / "annual_report.pdf"
 QUICK_PDFS = ["lab_handbook.pdf", "field_notes_scan.pdf", "multi_page.pdf",

@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from ontology.boxes import iou
-from pipelines.bench._semantic import h3_home_env, ingest_side_by_side, warm_all
+from pipelines.bench.semantic_ingest import ingest_side_by_side, warm_all
+from pipelines.instance import h3_home_env
 
 REPO = Path(__file__).resolve().parents[2]
 DOCLING = REPO.parent / "shared" / "corpora" / "docling-tests"

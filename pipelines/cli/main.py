@@ -9,6 +9,7 @@ import importlib
 import os
 import sys
 
+from h3_runtime.config import ConfigError
 from h3_runtime.home import H3HomeError
 from pipelines.cli.output import CliError
 
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     module = importlib.import_module(COMMANDS[args.command])
     try:
         return int(module.run(args) or 0)
-    except (CliError, H3HomeError) as exc:
+    except (CliError, H3HomeError, ConfigError) as exc:  # a bad h3_config.yaml: its key, no trace
         print(f"h3 {args.command}: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:  # a full or read-only disk under H3_HOME: say so, no traceback

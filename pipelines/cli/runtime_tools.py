@@ -46,11 +46,13 @@ def _monitor(args: argparse.Namespace) -> int:
     from h3_runtime.engine import H3Engine
     from h3_runtime.kvcache.geometry import BudgetTooSmallError
     from h3_runtime.models import ModelLoadError
+    from resources.settings import load_config
 
     if args.tokens < 1:
         raise CliError(f"--tokens must be >= 1, got {args.tokens}")
-    try:
-        engine = H3Engine(model_path=args.model, hbm_size_gb=args.hbm_size_gb, config=args.config)
+    try:  # a --config file is checked whole (pipeline keys too); without one, the defaults
+        config = load_config(args.config).runtime if args.config else None
+        engine = H3Engine(model_path=args.model, hbm_size_gb=args.hbm_size_gb, config=config)
     except (ConfigError, ModelLoadError, BudgetTooSmallError) as exc:
         raise CliError(str(exc)) from exc
     log(f"monitor: warm-up of {args.tokens} tokens ...")

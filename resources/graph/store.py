@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 from resources.graph.build import MENTIONS, edge_rows, node_rows
-from resources.graph.tables import EDGES, ENTITIES
 from resources.nlp.extract import Extraction
 from resources.store.base import ColdStore, sql_str
+from resources.store.tables import EDGES, ENTITIES
 
 _NODES_LOCK = threading.Lock()
 

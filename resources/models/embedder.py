@@ -17,12 +17,15 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
 EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # the model's window (sentence_bert_config.json); longer inputs are cut
 PRECISIONS = ("fp32", "int8")
+# The MiniLM weights (and their int8 copy) stay loaded per process: recall in a CLI command, each
+# Dagster run of `h3 index-build` and a dask worker's runs all encode with the same model, and
+# loading it costs ~1-2 s of CPU each time.
 _MODELS: dict[tuple[str, str], object] = {}
 _LOCK = threading.Lock()
 
@@ -164,6 +167,16 @@ def default_precision() -> str:
     return load_config().cold_storage.embedding_precision
 
 
+def resolve_precision(device: str, precision: str | None) -> str:
+    """`precision`, or when None the configured one on the CPU and fp32 on other devices (int8
+    dynamic quantisation is a CPU kernel)."""
+    if precision is not None:
+        return precision
+    return default_precision() if device == "cpu" else "fp32"
+
+
+# one embedder per setting for code outside Dagster (recall in a CLI command encodes its queries
+# from several modules); a Dagster run builds its own in the resource's setup_for_execution
 _EMBEDDERS: dict[tuple[str, int, str], SbertEmbedder] = {}
 
 
@@ -171,9 +184,7 @@ def get_embedder(device: str = "cpu", batch_size: int | None = None,
                  precision: str | None = None) -> SbertEmbedder:
     """The process-wide embedder; `precision` None: the configured one on the CPU, fp32 on other
     devices (int8 dynamic quantisation is a CPU kernel)."""
-    if precision is None:
-        precision = default_precision() if device == "cpu" else "fp32"
-    key = (device, batch_size or default_batch_size(device), precision)
+    key = (device, batch_size or default_batch_size(device), resolve_precision(device, precision))
     if key not in _EMBEDDERS:
         _EMBEDDERS[key] = SbertEmbedder(*key)
     return _EMBEDDERS[key]
@@ -189,5 +200,15 @@ class SbertEmbedderResource(ConfigurableResource):
     precision: str | None = Field(
         default=None, description="fp32 | int8 (CPU only); null: cold_storage.embedding_precision")
 
+    _embedder: SbertEmbedder | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # the embedder object is the run's; its model weights are the process-wide ones above
+        self._embedder = SbertEmbedder(self.device, self.batch_size,
+                                       resolve_precision(self.device, self.precision))
+
     def get_embedder(self) -> SbertEmbedder:
+        """The run's embedder (outside a run: the process-wide one of `get_embedder`)."""
+        if self._embedder is not None:
+            return self._embedder
         return get_embedder(self.device, self.batch_size, self.precision)

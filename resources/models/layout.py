@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
 # CDLA class -> our region kind (assets/layout.py adds "list", OCR "ocr_text")
 CDLA_TO_KIND = {
@@ -16,6 +16,8 @@ CDLA_TO_KIND = {
     "table": "table", "table_caption": "caption", "header": "header", "footer": "footer",
     "reference": "text", "equation": "formula",
 }
+# The ONNX session (~1 s to load) stays process-wide: the CLI runs one Dagster run per batch of
+# documents and a dask worker many runs in one process, and each would load it again.
 _MODELS: dict[tuple[float, int], object] = {}
 _LOCK = threading.Lock()
 
@@ -107,6 +109,11 @@ class LayoutModelResource(ConfigurableResource):
                     "or vector graphics (plain-text pages are typed by font-size rules, which "
                     "saves ~0.2 s a page but misses formulas/unruled tables on them)")
 
+    _detector: LayoutDetector | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._detector = LayoutDetector(self.conf_thresh, self.threads) if self.enabled else None
+
     def wants(self, page) -> bool:
         """Whether the model should look at this PyMuPDF page."""
         if self.pages == "all":
@@ -116,4 +123,7 @@ class LayoutModelResource(ConfigurableResource):
         return bool(page.get_images()) or bool(page.get_cdrawings())
 
     def get_detector(self) -> LayoutDetector | None:
-        return LayoutDetector(self.conf_thresh, self.threads) if self.enabled else None
+        """The run's detector (None when disabled); built here outside a run."""
+        if self._detector is not None or not self.enabled:
+            return self._detector
+        return LayoutDetector(self.conf_thresh, self.threads)

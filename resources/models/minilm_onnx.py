@@ -24,6 +24,9 @@ import numpy as np
 
 from h3_runtime.home import under_home
 
+# onnxruntime sessions (and the graph file each runs) per (precision, threads): a model cache,
+# process-wide like the torch weights in embedder.py (each run would otherwise build its session
+# again, ~1 s)
 _SESSIONS: dict[tuple[str, int], tuple[object, Path]] = {}
 _LOCK = threading.Lock()
 

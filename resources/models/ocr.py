@@ -6,11 +6,13 @@ import re
 import threading
 
 import numpy as np
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
 from resources.settings import load_config
 
+# tesseract agents per language spec stay process-wide: cheap, but every run of a CLI command
+# or a dask worker would otherwise build them again for each page batch
 _AGENTS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
@@ -94,8 +96,16 @@ class OcrResource(ConfigurableResource):
     languages: str | None = Field(default=None, description="null: cold_storage.ocr_languages")
     dpi: int = Field(default=200, description="render resolution for OCR")
 
+    _ocr: TesseractOcr | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        self._ocr = TesseractOcr(self.languages or load_config().cold_storage.ocr_languages)
+
     def is_enabled(self) -> bool:
         return load_config().cold_storage.ocr_enabled if self.enabled is None else self.enabled
 
     def get_ocr(self) -> TesseractOcr:
+        """The run's OCR (built here outside a run)."""
+        if self._ocr is not None:
+            return self._ocr
         return TesseractOcr(self.languages or load_config().cold_storage.ocr_languages)

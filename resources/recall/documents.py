@@ -23,6 +23,8 @@ from ontology.document import Hit
 from resources.nlp.issuer import QUARTER_RE, QUARTER_WORDS, DocumentProfile, profile_pdf
 from resources.recall.router import RecallContext, register_intent
 
+# a data cache, not a client: the profile (issuer, period) of a document stored before profiles
+# were kept in its metadata, read from its PDF once per process rather than once per query
 _PROFILE_CACHE: dict[tuple[str, str], DocumentProfile] = {}
 _LOCK = threading.Lock()
 _YEAR = re.compile(r"\b(?:FY|fiscal(?:\s+year)?\s*|F)?'?((?:19|20)\d{2})\b", re.IGNORECASE)

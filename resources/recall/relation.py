@@ -4,7 +4,8 @@ sentences that state each edge (hit bbox = the region holding the sentence).
 "Which company did Northwind Robotics acquire?" names one entity (found by its normalised name
 or an alias in the `entities` table) and asks for one relation (`acquired`, from the ontology's
 query words); edges of that relation touching the entity rank first, with the entity on the
-side the question implies; other edges of the entity follow as context.
+side the question implies; other edges of the entity follow as context (in `h3 recall`'s auto
+mode: after every intent's answers, `Ranked.context`).
 """
 
 from __future__ import annotations
@@ -17,16 +18,18 @@ from ontology.document import Hit
 from ontology.entities import NAME_TYPES, entity_id, normalise_name
 from ontology.relations import RELATIONS_BY_NAME
 from resources.graph.build import MENTIONS
-from resources.graph.tables import EDGES, ENTITIES
 from resources.recall.intent import detect_relations, query_entities
-from resources.recall.router import RecallContext, register_intent
+from resources.recall.router import Ranked, RecallContext, register_intent
 from resources.store.base import ColdStore, sql_str
+from resources.store.tables import EDGES, ENTITIES
 
 # "who acquired X", "X was acquired by": the named entity is the tail of the asked relation
 _ASKS_FOR_HEAD = re.compile(
     r"\bwho\s+(?:has\s+|had\s+)?(?:acquired|bought|purchased|owns|founded|supplies|took over)\b|"
     r"\b(?:acquired|bought|purchased|founded|owned|supplied)\s+by\b|\bsubsidiary of which\b|"
     r"\bparent\b|\bwho\s+(?:is|are)\s+(?:the\s+)?suppliers?\b", re.IGNORECASE)
+# a data cache, not a client: the entity gazetteer per store, rebuilt when the graph tables or
+# the set of ok documents change (`version` below), so a batch of queries builds it once
 _CACHE: dict[str, tuple[tuple, dict[str, list[str]]]] = {}
 _LOCK = threading.Lock()
 
@@ -58,6 +61,17 @@ def gazetteer(store: ColdStore) -> dict[str, list[str]]:
 
 def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
     """Edges touching the entities the query names, best first (see the module docstring)."""
+    return [hit for hit, _ in _ranked_edges(ctx, query, k)]
+
+
+def relation_intent(ctx: RecallContext, query: str, k: int) -> Ranked:
+    """The router's handler: edges of the asked relation as answers, the others as context."""
+    ranked = _ranked_edges(ctx, query, k)
+    return Ranked([h for h, asked in ranked if asked], [h for h, asked in ranked if not asked])
+
+
+def _ranked_edges(ctx: RecallContext, query: str, k: int) -> list[tuple[Hit, bool]]:
+    """The k best edges as hits, each with whether it is of a relation the query asks for."""
     if "_gazetteer" not in ctx.cache:  # one check of the graph's version per context
         ctx.cache["_gazetteer"] = gazetteer(ctx.store)
     ids = query_entities(query, ctx.cache["_gazetteer"])
@@ -91,7 +105,9 @@ def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
             continue  # an issuer found by routing only: its edges of the asked relation alone
         named_is_head = row["head_id"] in ids
         rel = RELATIONS_BY_NAME[row["relation"]]
-        score = 0.35  # a neighbour the question did not ask about: context, below good text
+        # the score orders this intent's own hits (the router fuses intents by rank); it is
+        # also what `h3 recall` shows and its weak-match mark reads
+        score = 0.35  # a neighbour the question did not ask about: context
         if row["relation"] in asked:
             score = 1.5
             # the side the question names: "which company did X acquire" names the head;
@@ -108,16 +124,17 @@ def relation_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
             score += 0.05 * (row["doc_id"] in issuer_docs)
         scored.append((score, row))
     scored.sort(key=lambda sr: (-sr[0], sr[1]["doc_id"], sr[1]["page"], sr[1]["edge_id"]))
-    hits = []
+    hits: list[tuple[Hit, bool]] = []
     for score, row in scored[:k]:
         entities = ({"text": row["head_text"], "label": row["head_type"], "role": "head",
                      "relation": row["relation"]},
                     {"text": row["tail_text"], "label": row["tail_type"], "role": "tail",
                      "relation": row["relation"]})
-        hits.append(Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
-                        page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
-                        kind="text", text=row["sentence"], score=score, via="relation",
-                        entities=entities))
+        hit = Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
+                  page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
+                  kind="text", text=row["sentence"], score=score, via="relation",
+                  entities=entities)
+        hits.append((hit, row["relation"] in asked))
     return hits
 
 
@@ -134,4 +151,4 @@ def detect_relation(query: str) -> bool:
         return False
 
 
-register_intent("relation", relation_recall, detect=detect_relation)
+register_intent("relation", relation_intent, detect=detect_relation)

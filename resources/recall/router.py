@@ -1,11 +1,19 @@
 """The recall router: `recall(store, queries, k, mode)` runs the intents a query calls for and
 merges their hits.
 
-An intent is a handler `(ctx, query, k) -> list[Hit]` plus a detector `(query) -> bool` used by
-mode "auto". "text" always fires in auto mode; other areas register "structure" and "relation":
+An intent is a handler `(ctx, query, k) -> list[Hit] | Ranked` plus a detector `(query) -> bool`
+used by mode "auto". "text" always fires in auto mode; other areas register "structure" and
+"relation":
 
     from resources.recall import register_intent
     register_intent("structure", my_handler, detect=lambda q: "table" in q.lower())
+
+Each intent ranks its own hits by its own score; scores of different intents are not compared.
+The lists are merged by reciprocal rank fusion (RRF, as text recall fuses its dense and BM25
+lists): a page found by two intents rises, and at equal fused rank the intent the query asked
+for (a detected one) comes before the always-on text recall. Hits an intent marks as context
+(`Ranked.context`: related to what the query names, not what it asks) come after every
+intent's answers.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from ontology.document import Hit
 from resources.store.base import ColdStore
 
 MODES = ("auto", "text", "structure", "relation", "documents")
+RRF_K = 60  # as in text recall (resources/recall/text.py): Cormack et al. (2009)
 # Modules that register intents when imported (missing ones are skipped: not built yet).
 INTENT_MODULES = ("resources.recall.text", "resources.recall.structure",
                   "resources.recall.relation", "resources.recall.documents")
@@ -49,6 +58,15 @@ class RecallContext:
 
 
 @dataclass(frozen=True)
+class Ranked:
+    """What a handler may return instead of a plain list: its answers, and context hits (e.g.
+    other edges of an entity the query names) that rank after every intent's answers."""
+
+    hits: list[Hit]
+    context: list[Hit] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
 class Intent:
     name: str
     handler: Callable[[RecallContext, str, int], list[Hit]]
@@ -59,7 +77,7 @@ class Intent:
 INTENTS: dict[str, Intent] = {}
 
 
-def register_intent(name: str, handler: Callable[[RecallContext, str, int], list[Hit]],
+def register_intent(name: str, handler: Callable[[RecallContext, str, int], list[Hit] | Ranked],
                     detect: Callable[[str], bool] | None = None,
                     always_in_auto: bool = False) -> None:
     """Adds or replaces an intent. `detect` decides whether it fires in mode "auto"."""
@@ -106,11 +124,15 @@ def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "au
             continue
         fired = ([i for i in INTENTS.values() if i.always_in_auto or i.detect(query)]
                  if mode == "auto" else [INTENTS[mode]])
-        hits: list[Hit] = []
-        for intent in fired:
-            hits += intent.handler(ctx, query, k)
-        hits = [h for h in hits if h.doc_id in ctx.ok_doc_ids]
-        hits = sorted(hits, key=lambda h: -h.score)
+        answers: list[list[Hit]] = []
+        context: list[list[Hit]] = []
+        # the intents the query asked for first: they win ties of the fusion
+        for intent in sorted(fired, key=lambda i: i.always_in_auto):
+            found = intent.handler(ctx, query, k)
+            found = found if isinstance(found, Ranked) else Ranked(found)
+            answers.append(found.hits)
+            context.append(found.context)
+        hits = [h for h in fuse(answers) + fuse(context) if h.doc_id in ctx.ok_doc_ids]
         hits = (merge_pages(hits) if ctx.pages_total >= k else _dedupe(hits))[:k]
         result = {"query": query, "intent": [i.name for i in fired],
                   "latency_ms": round((time.perf_counter() - t0) * 1000, 2),
@@ -126,6 +148,31 @@ def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "au
     return results
 
 
+def _page_key(h: Hit) -> tuple:
+    """What one answer is: a page of a document; a structural hit is an answer of its own."""
+    return (h.doc_id, h.page) + ((tuple(round(v) for v in h.bbox),)
+                                 if h.via == "structure" else ())
+
+
+def fuse(lists: list[list[Hit]]) -> list[Hit]:
+    """Every hit of `lists` (each ranked by its intent's own score), ordered by reciprocal rank
+    fusion of their pages: a page's score is the sum over lists of 1 / (RRF_K + its best rank
+    there). Ties: the earlier list first, then the better rank; a page's other hits follow
+    its best one, for `merge_pages`."""
+    ordered = [sorted(hits, key=lambda h: -h.score) for hits in lists]  # stable
+    fused: dict[tuple, float] = {}
+    for hits in ordered:
+        seen: set[tuple] = set()
+        for rank, h in enumerate(hits):
+            key = _page_key(h)
+            if key not in seen:  # a page counts once per list, at its best rank
+                seen.add(key)
+                fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    placed = [(-fused[_page_key(h)], li, rank, h) for li, hits in enumerate(ordered)
+              for rank, h in enumerate(hits)]
+    return [h for *_, h in sorted(placed, key=lambda p: p[:3])]
+
+
 def merge_pages(hits: list[Hit]) -> list[Hit]:
     """One hit per (document, page), in the order of `hits` (best first): the best hit's fields
     and score, with the boxes of every hit of that page after its own (issue 11: a page
@@ -134,8 +181,7 @@ def merge_pages(hits: list[Hit]) -> list[Hit]:
     merged: dict[tuple, Hit] = {}
     boxes: dict[tuple, list] = {}
     for h in hits:
-        key = (h.doc_id, h.page) + ((tuple(round(v) for v in h.bbox),)
-                                    if h.via == "structure" else ())
+        key = _page_key(h)
         if key not in merged:
             merged[key] = h
             boxes[key] = list(h.boxes or (h.bbox,))

@@ -21,8 +21,8 @@ from resources.recall.intent import (
 from resources.recall.router import RecallContext, register_intent
 from resources.recall.text import coverage, terms
 from resources.semantic.structures import STRUCTURAL_KINDS
-from resources.semantic.tables import STRUCTURES
 from resources.store.base import sql_str
+from resources.store.tables import STRUCTURES
 from resources.text_lang import join_spaced_han
 
 COLUMNS = ["doc_id", "region_id", "page", "kind", "bbox", "caption", "text", "search_text",
@@ -112,6 +112,8 @@ def structure_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
                    if intent and intent.ordinal else set())
     scored = []
     for row, c in zip(rows, cos, strict=True):
+        # orders this intent's own hits (the router fuses intents by rank, not by score); the
+        # 1.0 floor stays because `h3 recall` shows the score and its weak-match mark reads it
         score = 1.0 + 0.6 * max(float(c), 0.0) + 0.3 * match_share(q_terms, q_grams,
                                                                   row["search_text"])
         score += _position_bonus(intent, row, ordinal_ids)

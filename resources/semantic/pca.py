@@ -1,8 +1,8 @@
 """Token-level PCA calibrated on this corpus's own token vectors (not a generic projection).
 
-`hbf.compression_pca_dim` sets the output dimension and must be >= 128 (h3_runtime.config
-refuses less); `fit_pca` checks it again so a caller passing a number directly gets the same
-clear error.
+`hbf.compression_pca_dim` sets the output dimension and must be >= 128; `fit_pca` runs the
+settings' one check (`resources.settings.check_pca_dim`) so a caller passing a number directly
+gets the same clear error.
 """
 
 from __future__ import annotations
@@ -13,9 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from h3_runtime.config import ConfigError
-
-MIN_PCA_DIM = 128
+from resources.settings import check_pca_dim
 
 
 @dataclass(frozen=True)
@@ -48,23 +46,12 @@ class PcaModel:
         return cls(t["mean"], t["components"], t["explained_variance_ratio"], int(meta["n_fit"]))
 
 
-def check_dim(dim: int, input_dim: int | None = None) -> None:
-    """Raises ConfigError for a dimension below 128 (or above the input's)."""
-    if not isinstance(dim, int) or dim < MIN_PCA_DIM:
-        raise ConfigError(
-            f"hbf.compression_pca_dim must be an integer >= {MIN_PCA_DIM} (smaller loses too much "
-            f"of the token space), got {dim!r}")
-    if input_dim is not None and dim > input_dim:
-        raise ConfigError(f"hbf.compression_pca_dim={dim} exceeds the token vectors' "
-                          f"dimension {input_dim}")
-
-
 def fit_pca(x: np.ndarray, dim: int, max_samples: int = 200_000, seed: int = 0) -> PcaModel:
     """Fits on (N, D) token vectors (a seeded sample of at most `max_samples` rows).
 
     Exact: the eigen-decomposition of the (D, D) covariance (accumulated in float32,
     decomposed in float64)."""
-    check_dim(dim, x.shape[1])
+    check_pca_dim(dim, x.shape[1])
     if x.shape[0] < 2:
         raise ValueError(f"PCA needs at least 2 token vectors, got {x.shape[0]}")
     rng = np.random.default_rng(seed)

@@ -1,4 +1,4 @@
-"""The LanceDB cold store: table registry, abstract base, LanceDB implementation, Dagster resource.
+"""The LanceDB cold store: table schema, abstract base, LanceDB implementation, Dagster resource.
 
 Outside Dagster: `from resources.store import open_store; store = open_store()`.
 """
@@ -6,7 +6,7 @@ Outside Dagster: `from resources.store import open_store; store = open_store()`.
 from resources.store.base import ColdStore, sql_str
 from resources.store.lance import LanceColdStore
 from resources.store.resource import ColdStoreResource, open_store
-from resources.store.tables import TABLES, TableSpec, register_table
+from resources.store.tables import TABLES, TableSpec
 
 __all__ = ["ColdStore", "ColdStoreResource", "LanceColdStore", "TABLES", "TableSpec",
-           "open_store", "register_table", "sql_str"]
+           "open_store", "sql_str"]

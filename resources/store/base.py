@@ -59,8 +59,10 @@ class ColdStore(ABC):
         """Full-text (BM25) matches, best first, each with `_score`; [] if the table is missing."""
 
     @abstractmethod
-    def ensure_indexes(self, table: str) -> dict[str, str]:
-        """Creates or refreshes the table's full-text and (when large enough) ANN indexes."""
+    def ensure_indexes(self, table: str, rebuild_fts: bool = False) -> dict[str, str]:
+        """Creates or refreshes the table's full-text and (when large enough) ANN indexes.
+        `rebuild_fts`: recreate the full-text indexes even where they exist (after a table's rows
+        were all rewritten)."""
 
     @abstractmethod
     def bytes_on_disk(self) -> int:

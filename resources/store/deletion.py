@@ -115,7 +115,7 @@ def _drop_cold_kv(doc_id: str, keys: set[str], kv_root: Path | None) -> list[str
         from resources.runtime import doc_kv_root
         from resources.settings import load_config
 
-        kv_root = doc_kv_root(load_config())
+        kv_root = doc_kv_root(load_config().runtime)
     if not kv_root.is_dir():
         return []
     kv = DocumentKV(KVBlockStore(kv_root.parent, max_bytes=2**62), kv_root)  # the cap: only for storing

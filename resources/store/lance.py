@@ -195,7 +195,7 @@ class LanceColdStore(ColdStore):
         found = [ix for ix in handle.list_indices() if ix.index_type == "FTS"]
         return next((ix for ix in found if ix.columns[0] in preferred), found[0] if found else None)
 
-    def ensure_indexes(self, table: str) -> dict[str, str]:
+    def ensure_indexes(self, table: str, rebuild_fts: bool = False) -> dict[str, str]:
         spec = TABLES.get(table)
         handle = self._open(table)
         done: dict[str, str] = {}
@@ -207,12 +207,12 @@ class LanceColdStore(ColdStore):
                 continue
             existing = next((ix for ix in indices if ix.index_type == "FTS"
                              and column in ix.columns), None)
-            if existing is None:
+            if existing is None or rebuild_fts:
                 with warnings.catch_warnings():  # create_fts_index is the stable spelling here
                     warnings.simplefilter("ignore")
                     with_commit_retries(lambda c=column: handle.create_fts_index(c, replace=True),
                                         f"index {table}")
-                done[column] = "fts created"
+                done[column] = "fts rebuilt" if existing else "fts created"
             elif (existing.num_unindexed_rows or 0) >= FTS_MERGE_ROWS:
                 with_commit_retries(handle.optimize, f"optimize {table}")
                 done[column] = "fts merged"

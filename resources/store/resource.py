@@ -5,13 +5,16 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from dagster import ConfigurableResource
-from pydantic import Field
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
 from h3_runtime.home import under_home
 from resources.settings import load_config
 from resources.store.lance import LanceColdStore
 
+# Outside Dagster (the CLI, benches): one store per path and process, so a command that opens
+# the store from several places shares one connection and its table handles. A Dagster run
+# builds its own in `setup_for_execution`.
 _STORES: dict[str, LanceColdStore] = {}
 _LOCK = threading.Lock()
 
@@ -22,7 +25,8 @@ def store_path(path: str | None = None) -> Path:
 
 
 def open_store(path: str | None = None) -> LanceColdStore:
-    """The process-wide store for a path (default $H3_HOME/lancedb); created on first use."""
+    """The process-wide store for a path (default $H3_HOME/lancedb), for code outside Dagster;
+    created on first use."""
     resolved = str(store_path(path))
     with _LOCK:
         if resolved not in _STORES:
@@ -31,10 +35,25 @@ def open_store(path: str | None = None) -> LanceColdStore:
 
 
 class ColdStoreResource(ConfigurableResource):
-    """The LanceDB cold store (documents, regions, chunks, and tables other stages register)."""
+    """The LanceDB cold store (every table of resources/store/tables.py)."""
 
     path: str | None = Field(
         default=None, description="LanceDB folder; null means $H3_HOME/lancedb")
 
+    _in_run: bool = PrivateAttr(default=False)
+    _store: LanceColdStore | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        # a connection of the run's own: cheap to open (a folder), and every read sees the
+        # latest commit, so nothing is gained by sharing one across runs. Opened at the first
+        # get_store, so that a bad h3_config.yaml fails the step that reads it, naming the key
+        # (a resource that fails to start fails the run without a step failure to show it).
+        self._in_run, self._store = True, None
+
     def get_store(self) -> LanceColdStore:
-        return open_store(self.path)
+        """The run's store (outside a run, e.g. a resource built by hand: `open_store`'s)."""
+        if not self._in_run:
+            return open_store(self.path)
+        if self._store is None:
+            self._store = LanceColdStore(store_path(self.path), load_config().hbf.ann_index_type)
+        return self._store

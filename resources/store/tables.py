@@ -1,10 +1,10 @@
-"""The cold store's table registry: each table's Arrow schema, how it is indexed, and whether its
-rows belong to one document (then it has a `doc_id` column and `delete_document` clears it).
+"""The cold store's schema: every LanceDB table, in this one module.
 
-Other areas add their tables by calling `register_table(TableSpec(...))` at import time of the
-module that writes them (e.g. `resources/graph/tables.py`); the store creates a registered table
-on first use, and `delete_document(doc_id)` covers every registered doc-scoped table, including
-ones that exist on disk but whose module was not imported (any table with a `doc_id` column).
+Each `TableSpec` gives a table's Arrow schema, how it is indexed, and whether its rows belong to
+one document (then it has a `doc_id` column and `delete_document` clears it). `TABLES` lists them
+all, so the store can create any table on first use and `h3 stats` reports every table whatever
+modules the process happened to import. `delete_document(doc_id)` also covers tables that exist
+on disk but are not declared here (any table with a `doc_id` column).
 """
 
 from __future__ import annotations
@@ -108,14 +108,143 @@ CHUNKS_ML = TableSpec(
     ]),
 )
 
-TABLES: dict[str, TableSpec] = {}
+
+# knowledge graph (resources/graph)
+EDGES = TableSpec(
+    name="edges",
+    description="relations between entities (and 'mentions' from a document to an entity), each "
+                "with provenance: doc, page, bbox, sentence",
+    schema=pa.schema([
+        pa.field("edge_id", pa.string()),
+        pa.field("doc_id", pa.string()),
+        pa.field("relation", pa.string()),  # ontology.relations.RELATIONS_BY_NAME
+        pa.field("head_id", pa.string()),  # entity id, or "doc:<doc_id>" for mentions
+        pa.field("tail_id", pa.string()),
+        pa.field("head_text", pa.string()),
+        pa.field("tail_text", pa.string()),
+        pa.field("head_type", pa.string()),
+        pa.field("tail_type", pa.string()),
+        pa.field("page", pa.int32()),  # 1-based
+        pa.field("bbox", BBOX),  # the region holding the sentence, PDF points, top-left origin
+        pa.field("sentence", pa.string()),
+        pa.field("rule", pa.string()),  # the extraction rule that found it
+        pa.field("extra_json", pa.string()),
+    ]),
+)
+
+ENTITIES = TableSpec(
+    name="entities",
+    doc_scoped=False,  # one node per entity across documents; rebuilt from the edges
+    description="knowledge-graph nodes: one per entity across documents, with aliases",
+    schema=pa.schema([
+        pa.field("entity_id", pa.string()),
+        pa.field("name", pa.string()),  # the most frequent surface form
+        pa.field("type", pa.string()),  # ontology.entities.TYPE_NAMES, by vote
+        pa.field("aliases", pa.list_(pa.string())),  # every surface form seen
+        pa.field("doc_ids", pa.list_(pa.string())),
+        pa.field("mention_count", pa.int32()),
+        pa.field("relation_count", pa.int32()),
+    ]),
+)
 
 
-def register_table(spec: TableSpec) -> TableSpec:
-    """Adds (or replaces, same name) a table spec; returns it. Safe to call repeatedly."""
-    TABLES[spec.name] = spec
-    return spec
+# semantic stages (assets/structures, clip, pooling, doc_index)
+STRUCTURES = TableSpec(
+    name="structures",
+    description="tables, figures and formulas with their caption and surrounding text, embedded "
+                "for structural recall (bbox = the region itself)",
+    fts_columns=("search_text",),
+    vector_column="vector",
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("region_id", pa.string()),
+        pa.field("page", pa.int32()),
+        pa.field("kind", pa.string()),  # table | figure | formula
+        pa.field("bbox", BBOX),
+        pa.field("caption", pa.string()),
+        pa.field("context", pa.string()),  # the text just before and after it on the page
+        pa.field("text", pa.string()),  # what a hit shows: caption, else the region's own text
+        pa.field("search_text", pa.string()),  # caption + own text + context (what is matched)
+        pa.field("number", pa.string()),  # "3" of "Table 3", from the caption; "" if none
+        pa.field("vector", pa.list_(pa.float32(), EMBEDDING_DIM)),
+    ]),
+)
+
+FIGURE_EMBEDDINGS = TableSpec(
+    name="figure_embeddings",
+    description="CLIP image embeddings of figure crops (only with cold_storage.clip_weights)",
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("region_id", pa.string()),
+        pa.field("model", pa.string()),
+        pa.field("vector", pa.list_(pa.float32())),
+    ]),
+)
+
+CHUNK_SUMMARIES = TableSpec(
+    name="chunk_summaries",
+    description="512-d learned summaries of chunks (PCA-reduced tokens -> pooling MLP)",
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("chunk_id", pa.string()),
+        pa.field("model_version", pa.string()),
+        pa.field("vector", pa.list_(pa.float32(), 512)),
+    ]),
+)
 
 
-for _spec in (DOCUMENTS, REGIONS, CHUNKS, CHUNKS_ML):
-    register_table(_spec)
+# document KV index (assets/kv.py)
+KV_BLOCKS = TableSpec(
+    name="kv_blocks",
+    description="one row per stored KV block of a document (cold tier index, lineage to chunks)",
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("kv_key", pa.string()),  # the document's content key (prefix hash of all its tokens)
+        pa.field("model_key", pa.string()),
+        pa.field("format_version", pa.int32()),
+        pa.field("group", pa.int32()),  # the block's index in the document
+        pa.field("token_start", pa.int32()),
+        pa.field("token_end", pa.int32()),
+        pa.field("bytes", pa.int64()),
+        pa.field("crc32", pa.int64()),
+        pa.field("chunks", pa.int32()),  # chunks of the document covered by the stored KV
+        pa.field("created_at", pa.float64()),
+    ]),
+)
+
+
+# analysis (assets/analysis.py)
+ANALYSIS = TableSpec(
+    name="analysis",
+    description="per-document analysis: summary, key facts (with page), the runtime's risk note",
+    fts_columns=("text",),
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("kind", pa.string()),  # summary | note | amount | date | party | clause
+        pa.field("label", pa.string()),
+        pa.field("value", pa.string()),
+        pa.field("page", pa.int32()),  # 1-based; 0 for whole-document rows
+        pa.field("text", pa.string()),
+        pa.field("extra_json", pa.string()),
+        pa.field("created_at", pa.float64()),
+    ]),
+)
+
+CROSS_CHECKS = TableSpec(
+    name="cross_checks", doc_scoped=False,
+    description="facts compared across documents: agree | conflict",
+    schema=pa.schema([
+        pa.field("kind", pa.string()),
+        pa.field("label", pa.string()),
+        pa.field("status", pa.string()),
+        pa.field("doc_ids", pa.list_(pa.string())),
+        pa.field("detail_json", pa.string()),
+        pa.field("created_at", pa.float64()),
+    ]),
+)
+
+
+TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (
+    DOCUMENTS, REGIONS, CHUNKS, CHUNKS_ML, EDGES, ENTITIES, STRUCTURES, FIGURE_EMBEDDINGS,
+    CHUNK_SUMMARIES, KV_BLOCKS, ANALYSIS, CROSS_CHECKS,
+)}

@@ -17,9 +17,9 @@ NEWS = ["northwind_acquires_bluefin", "tandem_motors", "atlas_semiconductor"]
 @pytest.fixture(scope="module")
 def news_home(tmp_path_factory):
     """Three synthetic news PDFs ingested with every per-document stage, then compressed."""
-    from pipelines.bench._semantic import compress
-    from pipelines.bench.news_corpus import write_article
     from pipelines.cli.index_build import ingest
+    from pipelines.runs import run_job
+    from tests.fixtures.news_corpus import write_article
 
     base = tmp_path_factory.mktemp("news")
     docs = {d["name"]: d for d in json.loads((KG / "company_news.json").read_text())["documents"]}
@@ -27,7 +27,8 @@ def news_home(tmp_path_factory):
         write_article(docs[name], base / "corpus" / f"{name}.pdf")
     with h3_home_env(base / "h3") as home:
         report = ingest([str(base / "corpus")])
-    return {"home": home, "report": report, "compress": compress(home)}
+        compressed = run_job("compress_corpus")
+    return {"home": home, "report": report, "compress": compressed}
 
 
 def test_definitions_hold_the_semantic_stages_checks_and_jobs():

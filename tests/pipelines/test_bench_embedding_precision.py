@@ -8,8 +8,8 @@ import json
 
 import numpy as np
 
-from pipelines.bench._embedding_precision import reembed_store
-from pipelines.bench.ingest import _stage_cpu_seconds
+from pipelines.bench.embedding_precision import reembed_store
+from pipelines.bench.ingest import stage_cpu_seconds
 from resources.store import open_store
 
 
@@ -44,4 +44,4 @@ def test_stage_cpu_seconds_sums_staged_payloads(tmp_path):
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{doc}.json").write_text(json.dumps({"stage_cpu_seconds": seconds}))
     (tmp_path / "staging" / "chunks" / "c.json").write_text(json.dumps({"status": "failed"}))
-    assert _stage_cpu_seconds(tmp_path) == {"layout": 2.0, "chunks": 0.25}
+    assert stage_cpu_seconds(tmp_path) == {"layout": 2.0, "chunks": 0.25}

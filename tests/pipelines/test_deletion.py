@@ -39,14 +39,13 @@ def _store_kv(root, doc_id: str):
 def two_documents(h3_home):
     """Two documents in a real LanceDB store: shared entity `acme`, `only-a` mentioned by A only;
     rows, files, KV and partitions for both."""
-    import assets.kv  # noqa: F401  (registers the kv_blocks table)
     from pipelines.instance import get_instance
     from pipelines.partitions import add_partitions
     from resources.graph.store import refresh_nodes
-    from resources.graph.tables import EDGES
     from resources.runtime import doc_kv_root
     from resources.settings import load_config
     from resources.store import open_store
+    from resources.store.tables import EDGES
 
     store = open_store()
     kv_keys = {}
@@ -64,7 +63,7 @@ def two_documents(h3_home):
         (h3_home / "figures" / doc_id).mkdir()
         (h3_home / "figures" / doc_id / "p1-f0.png").write_bytes(b"png")
         (h3_home / "staging" / "chunks" / f"{doc_id}.json").write_text("{}")
-        _, kv_keys[doc_id] = _store_kv(doc_kv_root(load_config()), doc_id)
+        _, kv_keys[doc_id] = _store_kv(doc_kv_root(load_config().runtime), doc_id)
     store.add(EDGES.name, [_edge(DOC_A, "acme", "Acme"), _edge(DOC_A, "only-a", "Solo Ltd"),
                            _edge(DOC_B, "acme", "ACME")])
     refresh_nodes(store, ["acme", "only-a"])
@@ -93,7 +92,7 @@ def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
     assert nodes["acme"]["doc_ids"] == [DOC_B] and nodes["acme"]["aliases"] == ["ACME"]
     assert not (home / "figures" / DOC_A).exists() and (home / "figures" / DOC_B).exists()
     assert not (home / "staging" / "chunks" / f"{DOC_A}.json").exists()
-    kv_root = doc_kv_root(load_config())
+    kv_root = doc_kv_root(load_config().runtime)
     assert report.kv_removed == [two_documents["kv"][DOC_A]]
     kv = _doc_kv(kv_root)  # a new process's view of the folder
     assert kv.find(DOC_A, "test-model") is None

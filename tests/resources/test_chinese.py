@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from h3_runtime.config import ConfigError, H3Config
+from h3_runtime.config import ConfigError
 from resources.nlp.extract import TextUnit, extract
 from resources.recall.intent import detect_structure
+from resources.settings import Settings
 from resources.text_lang import (
     detect_language,
     document_language,
@@ -105,13 +106,13 @@ def test_ocr_joins_chinese_characters_tesseract_separates():
 
 
 def test_config_validates_the_new_keys():
-    cfg = H3Config.from_dict({"cold_storage": {"multilingual_embedding": "all",
+    cfg = Settings.parse({"cold_storage": {"multilingual_embedding": "all",
                                                "ocr_languages": "chi_sim+eng"}})
     assert cfg.cold_storage.multilingual_embedding == "all"
     with pytest.raises(ConfigError, match="multilingual_embedding"):
-        H3Config.from_dict({"cold_storage": {"multilingual_embedding": "chinese"}})
+        Settings.parse({"cold_storage": {"multilingual_embedding": "chinese"}})
     with pytest.raises(ConfigError, match="ocr_languages"):
-        H3Config.from_dict({"cold_storage": {"ocr_languages": "chinese; rm -rf"}})
+        Settings.parse({"cold_storage": {"ocr_languages": "chinese; rm -rf"}})
 
 
 def test_english_chunks_never_load_the_multilingual_model(monkeypatch):

@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from h3_runtime.config import ConfigError, H3Config
+from h3_runtime.config import ConfigError
 from resources.models.embedder import _load_sbert, get_embedder
+from resources.settings import Settings
 
 PASSAGES = [
     "The feed pump must be primed with water before the first start; running it dry destroys "
@@ -66,9 +67,9 @@ def test_int8_quantises_attention_and_ffn_input_but_keeps_ffn_output_fp32(embedd
 
 
 def test_precision_is_validated():
-    assert H3Config.from_dict({}).cold_storage.embedding_precision == "int8"
+    assert Settings.parse({}).cold_storage.embedding_precision == "int8"
     with pytest.raises(ConfigError, match=r"cold_storage\.embedding_precision"):
-        H3Config.from_dict({"cold_storage": {"embedding_precision": "int4"}})
+        Settings.parse({"cold_storage": {"embedding_precision": "int4"}})
     with pytest.raises(ValueError, match="int4"):
         _load_sbert("cpu", "int4")
     with pytest.raises(ValueError, match="CPU only"):

@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from h3_runtime.config import ConfigError, H3Config
+from h3_runtime.config import ConfigError
 from resources.semantic.clip import load_clip, tiny_random_clip
 from resources.semantic.contrastive import ChunkInfo, positive_pairs, separation, train_pooler
 from resources.semantic.doc_index import build_index, document_vector, measure
 from resources.semantic.pca import PcaModel, fit_pca
 from resources.semantic.pooling import MAX_PARAMETERS, ChunkPooler, num_parameters, summarise
+from resources.settings import Settings
 
 
 def low_rank_tokens(n=3000, d=384, rank=20, seed=0) -> np.ndarray:
@@ -20,7 +21,7 @@ def low_rank_tokens(n=3000, d=384, rank=20, seed=0) -> np.ndarray:
 
 def test_pca_below_128_is_refused_by_config_and_by_the_fit():
     with pytest.raises(ConfigError, match="compression_pca_dim"):
-        H3Config.from_dict({"hbf": {"compression_pca_dim": 64}})
+        Settings.parse({"hbf": {"compression_pca_dim": 64}})
     with pytest.raises(ConfigError, match=">= 128"):
         fit_pca(low_rank_tokens(), 64)
 

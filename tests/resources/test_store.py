@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from resources.store import LanceColdStore, TableSpec, register_table
+from resources.store import TABLES, LanceColdStore, TableSpec
 from resources.store.tables import EMBEDDING_DIM
 
 
@@ -20,9 +20,9 @@ def _unit(seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def test_delete_document_covers_tables_registered_later(tmp_path):
+def test_delete_document_covers_tables_declared_later(tmp_path, monkeypatch):
     store = LanceColdStore(tmp_path / "db")
-    register_table(TableSpec("test_entities", pa.schema([
+    monkeypatch.setitem(TABLES, "test_entities", TableSpec("test_entities", pa.schema([
         pa.field("doc_id", pa.string()), pa.field("text", pa.string())])))
     for doc in ("a", "b"):
         store.upsert_document({"doc_id": doc, "source": f"{doc}.pdf", "status": "ok"})

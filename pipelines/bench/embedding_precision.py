@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from h3_runtime.home import h3_home_env
+from pipelines.instance import h3_home_env
 
 
 def _chunk_texts(home: Path) -> list[str]:
@@ -39,7 +39,7 @@ def reembed_store(home: Path, embedder) -> int:
     """Rewrites the `chunks` table of this H3_HOME's store with vectors from `embedder` (full-text
     index rebuilt); returns the number of rows."""
     from assets.embeddings import embedding_text
-    from resources.store import TABLES, open_store
+    from resources.store import open_store
 
     with h3_home_env(home):
         store = open_store()
@@ -49,9 +49,7 @@ def reembed_store(home: Path, embedder) -> int:
             row["vector"] = [float(x) for x in vector]
         store.delete_where("chunks", "true")
         store.add("chunks", rows)
-        handle = store._open("chunks")
-        for column in TABLES["chunks"].fts_columns:
-            handle.create_fts_index(column, replace=True)
+        store.ensure_indexes("chunks", rebuild_fts=True)
     return len(rows)
 
 

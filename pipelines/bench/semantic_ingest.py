@@ -6,7 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from pipelines.bench.ingest import _core_job, _ingest_variant, _warm_models, h3_home_env
+from pipelines.bench.ingest import core_job, ingest_variant, warm_models
+from pipelines.instance import h3_home_env
 
 SEMANTIC_STEPS = ("knowledge_graph", "structures", "figure_embeddings", "token_vectors")
 
@@ -16,45 +17,26 @@ def warm_all() -> float:
     from resources.nlp.pipeline import english
 
     t0 = time.perf_counter()
-    _warm_models()
+    warm_models()
     english()("Warm up the pipeline.")
     return time.perf_counter() - t0
 
 
 def compress(home: Path) -> dict:
     """Runs `compress_corpus` (PCA -> pooling -> document index + checks) in that H3_HOME."""
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
+    from pipelines.runs import run_job
 
     with h3_home_env(home):
-        t0 = time.perf_counter()
-        result = defs.resolve_job_def("compress_corpus").execute_in_process(
-            instance=get_instance(), raise_on_error=False,
-            run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}})
-        wall = time.perf_counter() - t0
-        steps = get_instance().get_run_step_stats(result.run_id)
-        stage_s = sum(st.end_time - st.start_time for st in steps if st.end_time and st.start_time)
-        meta: dict = {}
-        checks: dict = {}
-        for ev in result.all_events:
-            if ev.event_type_value == "ASSET_MATERIALIZATION":
-                mat = ev.event_specific_data.materialization
-                meta[mat.asset_key.to_user_string()] = {
-                    k: getattr(v, "value", v) for k, v in mat.metadata.items()
-                    if isinstance(getattr(v, "value", v), (int, float, str, bool))}
-            elif ev.event_type_value == "ASSET_CHECK_EVALUATION":
-                data = ev.event_specific_data
-                checks[data.check_name] = bool(data.passed)
-    return {"wall_s": round(wall, 2), "stage_s": round(stage_s, 2), "success": result.success,
-            "assets": meta,
-            "checks": checks}
+        report = run_job("compress_corpus")
+    report.pop("run_id")
+    return report
 
 
 def ingest_side_by_side(work: Path, corpus: Path) -> dict:
     """Ingestion without the semantic stages, then with them (+ the compression job), on the
     same files, each into a fresh H3_HOME in this process, models already loaded."""
-    core = _ingest_variant(work / "core", corpus, 16, _core_job())
-    full = _ingest_variant(work / "full", corpus, 16, None)
+    core = ingest_variant(work / "core", corpus, 16, core_job())
+    full = ingest_variant(work / "full", corpus, 16, None)
     comp = compress(work / "full")
     per_doc = sum(s for k, s in full["stage_s"].items() if k.startswith(SEMANTIC_STEPS))
     core_in_full = sum(s for k, s in full["stage_s"].items() if not k.startswith(SEMANTIC_STEPS))
