@@ -15,6 +15,7 @@ whole file is still checked once and every unknown key is named.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -131,6 +132,8 @@ class H3Config:
         cfg, rest = cls.split(data)
         if strict:
             reject_unknown(rest, {"": cls.sections()})
+        else:
+            reject_near_misses(rest, cls.sections())
         return cfg
 
     @classmethod
@@ -212,6 +215,24 @@ def reject_unknown(rest: dict[str, Any], owners: dict[str, dict[str, type]]) -> 
             raise ConfigError(f"unknown config section {name!r}; allowed: {allowed_sections}")
         key = next(iter(values))
         raise ConfigError(f"unknown config key {name}.{key}; allowed: {keys}")
+
+
+def reject_near_misses(rest: dict[str, Any], sections: dict[str, type]) -> None:
+    """Lenient loading leaves unowned keys to another owner of the file, but a name one typo
+    away from one of `sections`' own (`schedular:`, `runtime.devcie`) is nobody else's: it is an
+    error naming the key and what was probably meant."""
+    for name, values in rest.items():
+        if name not in sections:
+            guess = difflib.get_close_matches(name, sections, n=1, cutoff=0.8)
+            if guess:
+                raise ConfigError(f"unknown config section {name!r}; did you mean {guess[0]!r}?")
+            continue
+        own = [f.name for f in fields(sections[name])]
+        for key in values:
+            guess = difflib.get_close_matches(key, own, n=1, cutoff=0.8)
+            if guess:
+                raise ConfigError(f"unknown config key {name}.{key}; did you mean "
+                                  f"{name}.{guess[0]}?")
 
 
 def _check_type(key: str, value: Any, default: Any) -> None:

@@ -71,6 +71,11 @@ def test_runtime_owns_only_its_keys():
     assert cfg.scheduler.ahaz_alpha == 0.999
     with pytest.raises(ConfigError, match=r"scheduler\.ahaz_alpha"):
         H3Config.from_dict({"scheduler": {"ahaz_alpha": 2.0}, "cold_storage": {}}, strict=False)
+    # ...and a name one typo from the runtime's own is nobody else's key: still an error
+    with pytest.raises(ConfigError, match="did you mean 'scheduler'"):
+        H3Config.from_dict({"schedular": {"ahaz_alpha": 0.9}}, strict=False)
+    with pytest.raises(ConfigError, match=r"model\.devcie; did you mean model\.device"):
+        H3Config.from_dict({"model": {"devcie": "cpu"}}, strict=False)
 
 
 def test_replace_revalidates():
