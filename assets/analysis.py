@@ -6,7 +6,7 @@
   page (assets/_facts.py), plus the runtime's own risk note with the pages it cites.
 - `cross_document_checks`: facts that should agree across documents (the same labelled amount,
   date or party in two or more documents): agree / conflict, with each document's pages.
-Results go to the cold store (`analysis`, `cross_checks` tables) and into asset metadata.
+Results go to the document store (`analysis`, `cross_checks` tables) and into asset metadata.
 """
 
 
@@ -21,7 +21,7 @@ from assets._facts import cross_check, extract_facts
 from assets.kv import document_chunks
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.runtime import H3RuntimeResource
-from resources.store import ColdStoreResource, sql_str
+from resources.store import DocumentStoreResource, sql_str
 from resources.store.tables import ANALYSIS, CROSS_CHECKS
 
 SUMMARY_QUESTION = "Summarise this document in three sentences."
@@ -33,7 +33,7 @@ _PAGE_CITE = re.compile(r"\[p\s*(\d+)\]|\bpage\s+(\d+)\b", re.IGNORECASE)
 def _ask_document(runtime, db, doc_id: str, question: str, max_new_tokens: int):
     chunks = runtime.fit_chunks(document_chunks(db, doc_id))
     if not chunks:
-        raise ValueError(f"document {doc_id}: no chunks in the cold store")
+        raise ValueError(f"document {doc_id}: no chunks in the document store")
     return runtime.answer(runtime.document_segments(doc_id, chunks, question), max_new_tokens)
 
 
@@ -53,7 +53,7 @@ def _row(doc_id: str, kind: str, text: str, page: int = 0, label: str = "", valu
        backfill_policy=BackfillPolicy.single_run(),
        description="A three-sentence summary of each document by the H³ runtime, over the "
                    "document's stored KV (cold reuse).")
-def document_summary(context: AssetExecutionContext, document_kv: dict, store: ColdStoreResource,
+def document_summary(context: AssetExecutionContext, document_kv: dict, store: DocumentStoreResource,
                      h3_runtime: H3RuntimeResource) -> dict:
     db, runtime = store.get_store(), h3_runtime.get_runtime()
 
@@ -76,7 +76,7 @@ def document_summary(context: AssetExecutionContext, document_kv: dict, store: C
        backfill_policy=BackfillPolicy.single_run(),
        description="Key facts of each document (amounts, dates, parties, risk clauses) each with "
                    "its page, plus the runtime's risk note (cold reuse) and the pages it cites.")
-def key_facts(context: AssetExecutionContext, document_kv: dict, store: ColdStoreResource,
+def key_facts(context: AssetExecutionContext, document_kv: dict, store: DocumentStoreResource,
               h3_runtime: H3RuntimeResource) -> dict:
     db, runtime = store.get_store(), h3_runtime.get_runtime()
 
@@ -106,7 +106,7 @@ def key_facts(context: AssetExecutionContext, document_kv: dict, store: ColdStor
 @asset(deps=[key_facts], group_name="analysis", kinds={"torch"},
        description="Facts that should agree across documents (same labelled amount, date or "
                    "party in two or more documents): agree or conflict, with pages.")
-def cross_document_checks(context: AssetExecutionContext, store: ColdStoreResource) -> None:
+def cross_document_checks(context: AssetExecutionContext, store: DocumentStoreResource) -> None:
     db = store.get_store()
     ok = set(db.ok_doc_ids())
     facts: dict[str, list[dict]] = {}

@@ -11,11 +11,11 @@ from assets._batch import per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.semantic.clip import ClipEmbedder, load_clip
 from resources.settings import load_config
-from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store import DocumentStore, DocumentStoreResource, sql_str
 from resources.store.tables import FIGURE_EMBEDDINGS
 
 
-def embed_document_figures(store: ColdStore, clip: ClipEmbedder, doc_id: str) -> dict:
+def embed_document_figures(store: DocumentStore, clip: ClipEmbedder, doc_id: str) -> dict:
     """Replaces the document's figure embeddings; returns how many figures were embedded."""
     figures = [r for r in store.rows("regions", f"doc_id = {sql_str(doc_id)} AND kind = 'figure'",
                                      ["region_id", "image_path"]) if r["image_path"]]
@@ -31,7 +31,7 @@ def embed_document_figures(store: ColdStore, clip: ClipEmbedder, doc_id: str) ->
        backfill_policy=BackfillPolicy.single_run(),
        description="CLIP embeddings of figure crops (only with cold_storage.clip_weights set).")
 def figure_embeddings(context: AssetExecutionContext, cold_store: dict,
-                      store: ColdStoreResource) -> dict:
+                      store: DocumentStoreResource) -> dict:
     cfg = load_config().cold_storage
     clip, why_not = load_clip(cfg.clip_weights, cfg.clip_arch)
     if clip is None:

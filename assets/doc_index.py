@@ -24,7 +24,7 @@ from assets.pooling import chunk_pooling
 from h3_runtime.home import under_home
 from resources.semantic.doc_index import build_index, document_vector, measure, save_index
 from resources.settings import load_config
-from resources.store import ColdStoreResource
+from resources.store import DocumentStoreResource
 from resources.store.tables import CHUNK_SUMMARIES
 
 
@@ -35,7 +35,7 @@ def index_path() -> Path:
 @asset(group_name="compression", kinds={"faiss"}, deps=[chunk_pooling],
        automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="1024-d document vectors and their FAISS index under $H3_HOME/semantic.")
-def doc_index(context: AssetExecutionContext, store: ColdStoreResource) -> MaterializeResult:
+def doc_index(context: AssetExecutionContext, store: DocumentStoreResource) -> MaterializeResult:
     db = store.get_store()
     by_doc: dict[str, list] = defaultdict(list)
     for r in db.rows(CHUNK_SUMMARIES.name, None, ["doc_id", "vector"]):
@@ -81,7 +81,7 @@ def textless_doc_ids(db) -> set[str]:
 @asset_check(asset=doc_index, blocking=True,
              description="No ok document lost its chunks (only documents stored without text "
                          "have none), and every ok document with chunks is indexed.")
-def every_document_has_chunks(store: ColdStoreResource) -> AssetCheckResult:
+def every_document_has_chunks(store: DocumentStoreResource) -> AssetCheckResult:
     db = store.get_store()
     ok = db.ok_doc_ids()
     with_chunks = {r["doc_id"] for r in db.rows("chunks", None, ["doc_id"])}

@@ -22,7 +22,7 @@ from assets.partitioning import DOCUMENTS_PARTITIONS
 from h3_runtime.home import under_home
 from ontology.ids import content_hash, doc_id_for_bytes
 from resources.nlp.issuer import profile_document
-from resources.store import ColdStoreResource
+from resources.store import DocumentStoreResource
 
 MIN_TEXT_CHARS = 16  # fewer extractable characters than this: the page has no text layer
 # A text layer can be unreadable: fonts without a Unicode map extract as U+FFFD, private-use or
@@ -159,7 +159,7 @@ def _ranges(pages: list[int]) -> str:
        description="Each registered PDF checked and described: pages, hash, title, metadata, "
                    "which pages have a text layer. Bad files fail alone with a reason (shown "
                    "Failed in ingested_documents, the run's last step).")
-def documents(context: AssetExecutionContext, store: ColdStoreResource) -> dict:
+def documents(context: AssetExecutionContext, store: DocumentStoreResource) -> dict:
     db = store.get_store()
 
     sources: dict[str, str | None] = {}

@@ -28,13 +28,13 @@ from resources.nlp.extract import TextUnit, extract
 from resources.nlp.issuer import DocumentProfile
 from resources.nlp.roles import RoleUnit, extract_roles
 from resources.settings import load_config
-from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store import DocumentStore, DocumentStoreResource, sql_str
 from resources.store.tables import EDGES, ENTITIES
 
 TEXT_KINDS = ("text", "title", "list", "caption", "ocr_text")
 
 
-def document_units(store: ColdStore, doc_id: str) -> list[TextUnit]:
+def document_units(store: DocumentStore, doc_id: str) -> list[TextUnit]:
     """The document's text regions in reading order, as NER input with their page and box."""
     rows = store.rows("regions", f"doc_id = {sql_str(doc_id)}",
                       ["doc_id", "page", "order", "kind", "bbox", "text"])
@@ -43,7 +43,7 @@ def document_units(store: ColdStore, doc_id: str) -> list[TextUnit]:
             for r in rows if r["kind"] in TEXT_KINDS and (r["text"] or "").strip()]
 
 
-def role_units(store: ColdStore, doc_id: str) -> list[RoleUnit]:
+def role_units(store: DocumentStore, doc_id: str) -> list[RoleUnit]:
     """Text, table and figure regions in reading order, lines kept: officer lists, executive
     tables and signature blocks (resources/nlp/roles.py). Figures too: the layout model takes
     a signature page's two-column block for a picture, and its text layer still says who
@@ -56,13 +56,13 @@ def role_units(store: ColdStore, doc_id: str) -> list[RoleUnit]:
             and (r["text"] or "").strip()]
 
 
-def document_profile(store: ColdStore, doc_id: str) -> DocumentProfile:
+def document_profile(store: DocumentStore, doc_id: str) -> DocumentProfile:
     """The issuer profile the `documents` stage stored (empty for documents stored before)."""
     row = store.get_document(doc_id) or {}
     return DocumentProfile.from_json(json.loads(row.get("metadata_json") or "{}").get("profile"))
 
 
-def graph_for_document(store: ColdStore, doc_id: str) -> dict:
+def graph_for_document(store: DocumentStore, doc_id: str) -> dict:
     """Extracts and stores one document's graph; returns counts and a few edges."""
     extraction = extract(document_units(store, doc_id))
     profile = document_profile(store, doc_id)  # offices "the Company" holds go to its issuer
@@ -79,7 +79,7 @@ def graph_for_document(store: ColdStore, doc_id: str) -> dict:
        description="Named entities and relations of each document into the knowledge graph "
                    "(LanceDB `edges` + `entities`), every edge with doc/page/bbox/sentence.")
 def knowledge_graph(context: AssetExecutionContext, cold_store: dict,
-                    store: ColdStoreResource) -> dict:
+                    store: DocumentStoreResource) -> dict:
     if not load_config().cold_storage.knowledge_graph_enabled:
         note = "knowledge graph disabled (cold_storage.knowledge_graph_enabled: false): skipped"
         context.log.info(note)
@@ -104,7 +104,7 @@ def knowledge_graph(context: AssetExecutionContext, cold_store: dict,
 
 @asset_check(asset=knowledge_graph, blocking=True,
              description="Every relation edge has provenance: doc, page >= 1, bbox, sentence.")
-def edges_have_provenance(store: ColdStoreResource) -> AssetCheckResult:
+def edges_have_provenance(store: DocumentStoreResource) -> AssetCheckResult:
     db = store.get_store()
     bad = db.rows(EDGES.name, "doc_id IS NULL OR page < 1 OR sentence IS NULL OR sentence = '' "
                   "OR bbox IS NULL", ["edge_id", "doc_id", "page", "relation"], limit=20)

@@ -26,7 +26,7 @@ from dagster import (
 
 from assets._batch import file_names, markdown_table
 from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.store import ColdStoreResource, sql_str
+from resources.store import DocumentStoreResource, sql_str
 
 PartitionEvent = AssetMaterialization | AssetObservation
 
@@ -39,7 +39,7 @@ PartitionEvent = AssetMaterialization | AssetObservation
                    "file, pages, chunks). A document that did not is Failed here, and the run "
                    "fails naming each such file and the reason; the others are stored anyway.")
 def ingested_documents(context: AssetExecutionContext,
-                       store: ColdStoreResource) -> Iterator[PartitionEvent]:
+                       store: DocumentStoreResource) -> Iterator[PartitionEvent]:
     db = store.get_store()
     keys = list(context.partition_keys)
     rows = {r["doc_id"]: r for r in db.rows(

@@ -16,12 +16,12 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 from assets._batch import per_document, summary_metadata
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.runtime import KV_FORMAT, ChunkText, H3RuntimeResource
-from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store import DocumentStore, DocumentStoreResource, sql_str
 from resources.store.tables import KV_BLOCKS
 
 
-def document_chunks(db: ColdStore, doc_id: str) -> list[ChunkText]:
-    """The document's chunks from the cold store, in reading order (chunk ids end in :c<i>)."""
+def document_chunks(db: DocumentStore, doc_id: str) -> list[ChunkText]:
+    """The document's chunks from the document store, in reading order (chunk ids end in :c<i>)."""
     rows = db.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "page", "text"])
 
     def order(row: dict) -> int:
@@ -31,11 +31,11 @@ def document_chunks(db: ColdStore, doc_id: str) -> list[ChunkText]:
     return [ChunkText(r["chunk_id"], int(r["page"]), r["text"]) for r in sorted(rows, key=order)]
 
 
-def precompute_one(runtime: H3RuntimeResource, db: ColdStore, doc_id: str) -> dict:
+def precompute_one(runtime: H3RuntimeResource, db: DocumentStore, doc_id: str) -> dict:
     """Stores one document's KV (if not stored yet) and indexes it in `kv_blocks`."""
     chunks = document_chunks(db, doc_id)
     if not chunks:
-        raise ValueError(f"document {doc_id}: no chunks in the cold store (ingest it first)")
+        raise ValueError(f"document {doc_id}: no chunks in the document store (ingest it first)")
     kv = runtime.precompute(doc_id, chunks)
     if kv.computed or not db.rows(KV_BLOCKS.name, f"kv_key = {sql_str(kv.kv_key)}", ["kv_key"], 1):
         db.delete_where(KV_BLOCKS.name, f"doc_id = {sql_str(doc_id)}")
@@ -56,7 +56,7 @@ def precompute_one(runtime: H3RuntimeResource, db: ColdStore, doc_id: str) -> di
        deps=["cold_store"],  # lineage: the chunks as stored (ingestion's last stage)
        description="The default model's KV of each document (head + chunks), prefilled once and "
                    "stored checksummed in the cold tier; later questions load it.")
-def document_kv(context: AssetExecutionContext, store: ColdStoreResource,
+def document_kv(context: AssetExecutionContext, store: DocumentStoreResource,
                 h3_runtime: H3RuntimeResource) -> dict:
     db = store.get_store()
     old = h3_runtime.drop_legacy_kv()
@@ -67,7 +67,7 @@ def document_kv(context: AssetExecutionContext, store: ColdStoreResource,
     def one(doc_id: str) -> dict:
         doc = db.get_document(doc_id)
         if doc is None or doc.get("status") != "ok":
-            reason = "not in the cold store" if doc is None else doc.get("reason") or "not ok"
+            reason = "not in the document store" if doc is None else doc.get("reason") or "not ok"
             return {"status": "failed", "reason": f"document {doc_id}: {reason}",
                     "source": (doc or {}).get("source")}
         return {"source": doc.get("source"), **precompute_one(h3_runtime, db, doc_id)}

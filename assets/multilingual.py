@@ -12,7 +12,7 @@ from dagster import AssetExecutionContext, AutomationCondition, MaterializeResul
 from assets._multilingual import backfill_vectors
 from assets.store import cold_store
 from resources.models.multilingual import configured_mode
-from resources.store import ColdStoreResource
+from resources.store import DocumentStoreResource
 
 
 @asset(group_name="ingestion", kinds={"torch", "lancedb"}, deps=[cold_store],
@@ -20,7 +20,7 @@ from resources.store import ColdStoreResource
        description="e5 vectors (chunks_ml) for English chunks once the corpus holds Chinese "
                    "(multilingual_embedding: auto) or for every chunk (all).")
 def multilingual_vectors(context: AssetExecutionContext,
-                         store: ColdStoreResource) -> MaterializeResult:
+                         store: DocumentStoreResource) -> MaterializeResult:
     report = backfill_vectors(store.get_store(), configured_mode(), log=context.log.info)
     if report["chunks_added"]:
         store.get_store().ensure_indexes("chunks_ml")

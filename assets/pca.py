@@ -38,7 +38,7 @@ from resources.semantic.tokens import (
     token_source,
 )
 from resources.settings import load_config
-from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store import DocumentStore, DocumentStoreResource, sql_str
 
 MIN_EXPLAINED_VARIANCE = 0.6  # below this the reduced tokens lose too much to summarise chunks
 
@@ -56,17 +56,17 @@ def pca_path() -> Path:
     return under_home("semantic", "token_pca.safetensors")
 
 
-def chunk_rows(store: ColdStore, doc_id: str) -> list[dict]:
+def chunk_rows(store: DocumentStore, doc_id: str) -> list[dict]:
     rows = store.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "text", "section"])
     return sorted(rows, key=lambda r: int(r["chunk_id"].rsplit(":c", 1)[1]))
 
 
-def token_sources(store: ColdStore) -> set[str]:
+def token_sources(store: DocumentStore) -> set[str]:
     """The token sources ("static"/"contextual") of the stored token files."""
     return {token_source(tokens_path(d)) for d in store.ok_doc_ids() if tokens_path(d).exists()}
 
 
-def corpus_tokens(store: ColdStore) -> tuple[list[str], list[np.ndarray]]:
+def corpus_tokens(store: DocumentStore) -> tuple[list[str], list[np.ndarray]]:
     """(chunk_ids, token arrays) of every ok document whose token file exists."""
     ids, tokens = [], []
     for doc_id in sorted(store.ok_doc_ids()):
@@ -83,7 +83,7 @@ def corpus_tokens(store: ColdStore) -> tuple[list[str], list[np.ndarray]]:
        description="Contextual token vectors of every chunk (SBERT, float16) under "
                    "$H3_HOME/semantic/tokens: the input of the corpus PCA and pooling.")
 def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, cold_store: dict,
-                  store: ColdStoreResource, embedder: SbertEmbedderResource) -> dict:
+                  store: DocumentStoreResource, embedder: SbertEmbedderResource) -> dict:
     db = store.get_store()
     sbert = embedder.get_embedder()
 
@@ -108,7 +108,7 @@ def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, co
        automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="Token-level PCA fitted on this corpus's own token vectors "
                    "(hbf.compression_pca_dim >= 128), saved as safetensors with lineage.")
-def token_pca(context: AssetExecutionContext, store: ColdStoreResource) -> MaterializeResult:
+def token_pca(context: AssetExecutionContext, store: DocumentStoreResource) -> MaterializeResult:
     try:  # h3_config.yaml refuses a dim < 128 on load: the run fails saying why
         dim = load_config().hbf.compression_pca_dim
     except ConfigError as exc:

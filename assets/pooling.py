@@ -28,7 +28,7 @@ from resources.semantic.artifacts import load_tensors, save_tensors
 from resources.semantic.contrastive import ChunkInfo, train_pooler
 from resources.semantic.pca import PcaModel
 from resources.semantic.pooling import ChunkPooler, num_parameters, summarise
-from resources.store import ColdStore, ColdStoreResource
+from resources.store import DocumentStore, DocumentStoreResource
 from resources.store.tables import CHUNK_SUMMARIES
 
 POOLING_SEED = 0
@@ -40,7 +40,7 @@ def pooler_path() -> Path:
     return under_home("semantic", "chunk_pooler.safetensors")
 
 
-def chunk_infos(store: ColdStore, chunk_ids: list[str]) -> list[ChunkInfo]:
+def chunk_infos(store: DocumentStore, chunk_ids: list[str]) -> list[ChunkInfo]:
     rows = {r["chunk_id"]: r for r in store.rows("chunks", None, ["chunk_id", "doc_id", "section"])}
     return [ChunkInfo(rows[c]["doc_id"], int(c.rsplit(":c", 1)[1]), rows[c]["section"] or "")
             for c in chunk_ids]
@@ -57,7 +57,7 @@ def load_pooler(path: Path | None = None) -> tuple[ChunkPooler, dict]:
        automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="512-d chunk summaries from a small contrastively trained pooling MLP over "
                    "PCA-reduced tokens (LanceDB `chunk_summaries`, weights as safetensors).")
-def chunk_pooling(context: AssetExecutionContext, store: ColdStoreResource) -> MaterializeResult:
+def chunk_pooling(context: AssetExecutionContext, store: DocumentStoreResource) -> MaterializeResult:
     db = store.get_store()
     chunk_ids, tokens = corpus_tokens(db)
     if not tokens:

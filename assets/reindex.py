@@ -1,4 +1,4 @@
-"""Stage `reindex`: keeping the cold store fast after months of appends and deletes.
+"""Stage `reindex`: keeping the document store fast after months of appends and deletes.
 
 Every table's full-text and vector indexes are brought up to date (rows appended since the last
 build merged in, the ANN index created once a table is large), then LanceDB compacts the small
@@ -13,7 +13,7 @@ from datetime import timedelta
 from dagster import AssetExecutionContext, MetadataValue, asset
 
 from assets._batch import markdown_table
-from resources.store import ColdStoreResource
+from resources.store import DocumentStoreResource
 
 # Old versions kept readable so a long recall that started on one still finishes.
 KEEP_VERSIONS = timedelta(days=1)
@@ -22,7 +22,7 @@ KEEP_VERSIONS = timedelta(days=1)
 @asset(group_name="operations", kinds={"lancedb"}, deps=["cold_store"],
        description="Full-text/ANN indexes refreshed, fragments compacted, old table versions "
                    "pruned, for every cold-store table.")
-def store_indexes(context: AssetExecutionContext, store: ColdStoreResource) -> dict:
+def store_indexes(context: AssetExecutionContext, store: DocumentStoreResource) -> dict:
     import lancedb
 
     db = store.get_store()

@@ -1,4 +1,4 @@
-"""Stage 8: write each document into the LanceDB cold store, then make it visible.
+"""Stage 8: write each document into the LanceDB document store, then make it visible.
 
 Order matters: the document's old rows are cleared, its regions and chunks (+ vectors) written,
 and only then its `documents` row flips to status "ok" (recall filters on it). An older version
@@ -14,7 +14,7 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 from assets._batch import summary_metadata
 from assets._multilingual import language_columns, language_of, ml_rows
 from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store import DocumentStore, DocumentStoreResource, sql_str
 from resources.store.deletion import purge_document
 
 
@@ -31,7 +31,7 @@ def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, count
             "bytes": doc.get("bytes"), "updated_at": time.time()}
 
 
-def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vectors: dict) -> dict:
+def write_document(store: DocumentStore, doc_id: str, doc: dict, chunked: dict, vectors: dict) -> dict:
     """Stores one document (ok or failed); returns its row counts. Idempotent per doc_id."""
     registered = store.get_document(doc_id) or {}
     # the registered path wins: a payload that failed early names the document by its id
@@ -54,7 +54,7 @@ def write_document(store: ColdStore, doc_id: str, doc: dict, chunked: dict, vect
     return {"status": "ok", "source": doc["source"], "pages": doc.get("pages"), **counts}
 
 
-def replace_older_versions(store: ColdStore, doc_id: str, source: str,
+def replace_older_versions(store: DocumentStore, doc_id: str, source: str,
                            keep_ok: bool = False) -> list[str]:
     """Deletes every other document registered for the same source path (with `keep_ok`, only
     the failed ones); returns their ids. A new version that failed keeps the last good one: a
@@ -72,7 +72,7 @@ def replace_older_versions(store: ColdStore, doc_id: str, source: str,
        description="Documents, regions and chunks (+ vectors) in LanceDB; full-text index, ANN "
                    "index once large. A document becomes visible to recall only when complete.")
 def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, embeddings: dict,
-               store: ColdStoreResource) -> dict:
+               store: DocumentStoreResource) -> dict:
     db = store.get_store()
     results: dict = {}
     t0, cpu0 = time.perf_counter(), time.process_time()

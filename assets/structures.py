@@ -11,7 +11,7 @@ from assets.partitioning import DOCUMENTS_PARTITIONS
 from resources.models.embedder import SbertEmbedderResource
 from resources.recall.structure import EXACT_LIMIT
 from resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
-from resources.store import ColdStore, ColdStoreResource, sql_str
+from resources.store import DocumentStore, DocumentStoreResource, sql_str
 from resources.store.tables import STRUCTURES
 
 TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
@@ -48,7 +48,7 @@ def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
     return blocks, lines, heights
 
 
-def structures_for_document(store: ColdStore, embed, doc_id: str) -> dict:
+def structures_for_document(store: DocumentStore, embed, doc_id: str) -> dict:
     """Replaces the document's structure rows; returns their count and kinds."""
     regions = store.rows("regions", f"doc_id = {sql_str(doc_id)}")
     pages = {int(r["page"]) for r in regions if r["kind"] in STRUCTURAL_KINDS}
@@ -74,7 +74,7 @@ def structures_for_document(store: ColdStore, embed, doc_id: str) -> dict:
        backfill_policy=BackfillPolicy.single_run(),
        description="Tables, figures and formulas with caption + context, embedded for "
                    "structural recall (LanceDB `structures`).")
-def structures(context: AssetExecutionContext, cold_store: dict, store: ColdStoreResource,
+def structures(context: AssetExecutionContext, cold_store: dict, store: DocumentStoreResource,
                embedder: SbertEmbedderResource) -> dict:
     db = store.get_store()
     embed = embedder.get_embedder().encode

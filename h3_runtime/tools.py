@@ -13,7 +13,7 @@ import torch
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.block import KVBlock
 from h3_runtime.kvcache.checksum import IntegrityError, block_checksum, verify
-from h3_runtime.kvcache.cold import ColdStore, decode_block
+from h3_runtime.kvcache.cold import KVBlockStore, decode_block
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.tiers import HotSlots, WarmTier
 
@@ -31,7 +31,7 @@ def corruption_test(iterations: int, seed: int = 0) -> dict:
     the checksums catch: a cold file on disk, bytes read from cold in transit, a warm -> hot copy."""
     rng = random.Random(seed)
     root = tempfile.mkdtemp(prefix="corruption-", dir=under_home())
-    cold = ColdStore(root, 2**34)
+    cold = KVBlockStore(root, 2**34)
     paths = ("cold_file", "cold_read", "warm_to_hot")
     by_path = {p: {"injected": 0, "detected": 0} for p in paths}
     try:
@@ -50,7 +50,7 @@ def corruption_test(iterations: int, seed: int = 0) -> dict:
             "missed": injected - detected, "by_path": by_path}
 
 
-def _inject(path: str, block: KVBlock, cold: ColdStore, rng: random.Random, key: str) -> bool:
+def _inject(path: str, block: KVBlock, cold: KVBlockStore, rng: random.Random, key: str) -> bool:
     """True when the flipped bit was detected (IntegrityError)."""
     if path in ("cold_file", "cold_read"):
         cold.store(key, block)
@@ -124,7 +124,7 @@ def _sources(tier: str, proto: KVBlock, n: int, device: torch.device, root: str)
         for i in range(min(n, 64)):  # a ring of host blocks, reused (host memory is the source)
             warm.store(i, proto)
         return lambda i: warm.load(i % min(n, 64))
-    cold = ColdStore(root, 2**62)
+    cold = KVBlockStore(root, 2**62)
     for i in range(n):
         cold.store(f"b{i}", proto)
         with open(cold.path_for(f"b{i}"), "rb") as f:

@@ -29,7 +29,7 @@ from resources.models.layout import LayoutModelResource
 from resources.models.ocr import OcrResource
 from resources.runtime import H3RuntimeResource
 from resources.staging_io import JsonStagingIOManager
-from resources.store import ColdStoreResource
+from resources.store import DocumentStoreResource
 
 INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store,
                     ingested_documents, multilingual_vectors]
@@ -44,7 +44,7 @@ JOBS = [ingest_job, multilingual_job, compress_job, prefill_and_analyse_job, cro
 SCHEDULES = [reindex_schedule]
 SENSORS = [inbox_sensor]
 RESOURCES = {
-    "store": ColdStoreResource(),
+    "store": DocumentStoreResource(),
     # Dagster's default IO manager pickles outputs; ours writes JSON (no pickle in H3_HOME).
     "io_manager": JsonOutputIOManager(),
     "staging_io": JsonStagingIOManager(),

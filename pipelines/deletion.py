@@ -4,7 +4,7 @@ inbox sensor launches when a PDF disappears (so every deletion is a run in the D
 from dagster import Config, MetadataValue, OpExecutionContext, job, op
 
 from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.store import ColdStoreResource, open_store
+from resources.store import DocumentStoreResource, open_store
 from resources.store.deletion import PurgeReport, check_doc_id, purge_document
 
 
@@ -31,7 +31,7 @@ class DeleteConfig(Config):
 @op(description="Removes each listed document everywhere (rows, graph nodes, files, KV, "
                 "partition).")
 def delete_documents_op(context: OpExecutionContext, config: DeleteConfig,
-                        store: ColdStoreResource) -> None:
+                        store: DocumentStoreResource) -> None:
     db = store.get_store()
     rows = []
     for doc_id in config.doc_ids:

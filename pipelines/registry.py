@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ontology.ids import content_hash, doc_id_for_bytes
-from resources.store import ColdStore
+from resources.store import DocumentStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +58,7 @@ def unusable_name(path: Path) -> str | None:
     return None
 
 
-def register(store: ColdStore, path: Path, retry_failed: bool = True) -> Registration:
+def register(store: DocumentStore, path: Path, retry_failed: bool = True) -> Registration:
     """Registers one file. Unchanged (same bytes already stored ok) -> nothing is written; same
     bytes that failed before -> tried again only with `retry_failed` (the sensor passes False so
     it does not retry a bad file on every tick)."""
@@ -84,7 +84,7 @@ def register(store: ColdStore, path: Path, retry_failed: bool = True) -> Registr
     return Registration(doc_id, str(path), absolute, "retry" if existing else "new")
 
 
-def register_many(store: ColdStore, paths: list[Path]) -> list[Registration]:
+def register_many(store: DocumentStore, paths: list[Path]) -> list[Registration]:
     """`register` for many files with three store operations in all (one read, one delete, one
     append) instead of three per file: each LanceDB write is a commit."""
     from resources.store import sql_str

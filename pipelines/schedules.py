@@ -1,4 +1,4 @@
-"""The re-index schedule: every night, rebuild the cold store's indexes, and refit the corpus
+"""The re-index schedule: every night, rebuild the document store's indexes, and refit the corpus
 models (token PCA -> chunk pooling -> document index) when the corpus has drifted since they
 were fitted.
 
@@ -25,7 +25,7 @@ from dagster import (
     schedule,
 )
 
-from resources.store import ColdStore, open_store
+from resources.store import DocumentStore, open_store
 
 REINDEX_CRON = "0 3 * * *"  # 03:00 UTC, when nobody is ingesting
 # Refit when added + removed chunks since the last fit reach this share of the fitted corpus.
@@ -52,7 +52,7 @@ class Drift:
         return self.chunks_now > 0 and self.score >= threshold
 
 
-def corpus_drift(instance, store: ColdStore) -> Drift:
+def corpus_drift(instance, store: DocumentStore) -> Drift:
     """How far the corpus moved since token_pca was last fitted (its materialisation's time and
     chunk count are the reference)."""
     docs = {r["doc_id"]: r["updated_at"] or 0.0
@@ -70,7 +70,7 @@ def corpus_drift(instance, store: ColdStore) -> Drift:
     return Drift(True, chunks_now, fitted, added, removed, score)
 
 
-def reindex_request(instance, store: ColdStore,
+def reindex_request(instance, store: DocumentStore,
                     threshold: float = DRIFT_THRESHOLD) -> RunRequest | SkipReason:
     """The run one tick asks for: indexes always (when there is a corpus), refit when drifted."""
     if not store.ok_doc_ids():

@@ -1,5 +1,5 @@
 """Small test doubles behind the product's abstract bases: `HashEmbedder` (a `TextEmbedder`) and
-`MemoryStore` (a `ColdStore`). No model, no disk: for unit tests of code that only needs the
+`MemoryStore` (a `DocumentStore`). No model, no disk: for unit tests of code that only needs the
 contract, and checked against the real implementations by the contract tests beside them."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from resources.models.embedder import EMBEDDING_DIM, TextEmbedder
-from resources.store.base import ColdStore, Row
+from resources.store.base import DocumentStore, Row
 
 _WORD = re.compile(r"\w+")
 
@@ -68,7 +68,7 @@ def _predicate(where: str | None):
     return lambda row: all(test(row) for test in tests)
 
 
-class MemoryStore(ColdStore):
+class MemoryStore(DocumentStore):
     """Tables as lists of dicts in memory (any table name; columns as the rows give them)."""
 
     def __init__(self) -> None:

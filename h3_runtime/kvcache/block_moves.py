@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from h3_runtime.kvcache.block import BlockId, KVBlock
 from h3_runtime.kvcache.checksum import IntegrityError
-from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.cold import KVBlockStore
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.summaries import BlockSummaries
@@ -29,7 +29,7 @@ class TierContext:
 
     pool: HotPool
     warm: WarmTier
-    cold: ColdStore
+    cold: KVBlockStore
     stats: TierStats
     scheduler: AhasScheduler
     cold_key: Callable[[int, int], str]  # (layer, block) -> cold-tier key

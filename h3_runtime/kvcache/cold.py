@@ -153,9 +153,6 @@ class KVBlockStore(Tier):
             self.evictions += 1
 
 
-ColdStore = KVBlockStore  # the name the tiered cache and the tools have used
-
-
 def decode_block(data: bytes, what: str) -> KVBlock:
     """Parses a block file's bytes and verifies its checksum (IntegrityError names `what`)."""
     try:

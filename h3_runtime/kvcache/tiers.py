@@ -5,7 +5,7 @@
 - `HotSlots`: one layer's block slots in hot memory (the model's device), carved out of a
   `HotPool` reservation; a block must be here to be attended.
 - `WarmTier`: host memory, full blocks (plus the per-block summaries, kept by the layer store).
-- `ColdStore` (cold.py): checksummed files under `cold_storage_path`.
+- `KVBlockStore` (cold.py): checksummed files under `cold_storage_path`.
 """
 
 from __future__ import annotations

@@ -206,7 +206,7 @@ def evaluate_relations(store, ctx, questions: list[dict]) -> dict:
 # ---- compression loss ---------------------------------------------------------------------
 
 class ProjectedStore:
-    """The cold store with its chunk vectors (and the queries') replaced by a projection:
+    """The document store with its chunk vectors (and the queries') replaced by a projection:
     dense search is exact cosine over the projected vectors, full text is the store's own."""
 
     def __init__(self, store, project: Callable[[np.ndarray], np.ndarray]) -> None:

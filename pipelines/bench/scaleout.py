@@ -108,9 +108,9 @@ def _lance_writer(path: str, writer: int, docs: int, chunks: int) -> tuple[float
     """One writer process: `docs` documents of `chunks` chunks each through write_document
     under the document lock, as the cold_store step does. (seconds, commit conflicts)."""
     from assets.store import write_document
-    from resources.store.lance import COMMIT_CONFLICTS, LanceColdStore
+    from resources.store.lance import COMMIT_CONFLICTS, LanceDocumentStore
 
-    store = LanceColdStore(path)
+    store = LanceDocumentStore(path)
     t0 = time.perf_counter()
     for i in range(docs):
         doc_id = f"w{writer}d{i}"

@@ -11,7 +11,7 @@ from pipelines.cli.queries_file import read_queries
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("recall", help="intent-driven recall over the cold store")
+    p = sub.add_parser("recall", help="intent-driven recall over the document store")
     p.add_argument("queries", nargs="*", metavar="QUERY")
     p.add_argument("--queries-file", help="one query a line, JSONL objects with a 'query' field, or a JSON array")
     p.add_argument("--k", type=int, default=5, help="hits per query")
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--k must be >= 1, got {args.k}")
     store = open_store()
     if store.count_rows("chunks") == 0:
-        raise CliError("the cold store is empty: run `h3 index-build --path DIR` first")
+        raise CliError("the document store is empty: run `h3 index-build --path DIR` first")
     try:
         results = recall(store, queries, k=args.k, mode=args.mode)
     except ValueError as exc:

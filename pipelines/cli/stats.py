@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from pipelines.cli.output import emit
 
     report = collect()
-    lines = [f"cold store: {report['path']} ({report['bytes_on_disk'] / 1e6:.1f} MB)"]
+    lines = [f"document store: {report['path']} ({report['bytes_on_disk'] / 1e6:.1f} MB)"]
     lines += [f"  {name:<14} {count:>9} rows" for name, count in report["tables"].items()]
     lines.append("documents: " + (", ".join(f"{s} {n}" for s, n in sorted(
         report["documents"].items())) or "none"))

@@ -1,2 +1,2 @@
-"""The knowledge graph in the cold store: `edges` (relations and mentions, each with provenance)
+"""The knowledge graph in the document store: `edges` (relations and mentions, each with provenance)
 and `entities` (one node per entity across documents, with aliases)."""

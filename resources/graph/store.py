@@ -1,4 +1,4 @@
-"""Writing and reading the knowledge graph in the cold store."""
+"""Writing and reading the knowledge graph in the document store."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import threading
 
 from resources.graph.build import MENTIONS, edge_rows, node_rows
 from resources.nlp.extract import Extraction
-from resources.store.base import ColdStore, sql_str
+from resources.store.base import DocumentStore, sql_str
 from resources.store.tables import EDGES, ENTITIES
 
 _NODES_LOCK = threading.Lock()
 
 
-def write_document_graph(store: ColdStore, doc_id: str, extraction: Extraction) -> dict:
+def write_document_graph(store: DocumentStore, doc_id: str, extraction: Extraction) -> dict:
     """Replaces the document's edges, then refreshes the nodes they touch.
 
     Idempotent: running it twice on the same extraction leaves the same rows."""
@@ -26,7 +26,7 @@ def write_document_graph(store: ColdStore, doc_id: str, extraction: Extraction) 
             "mentions": sum(r["relation"] == MENTIONS for r in rows), "entities": len(touched)}
 
 
-def refresh_nodes(store: ColdStore, entity_ids: list[str], batch: int = 200) -> int:
+def refresh_nodes(store: DocumentStore, entity_ids: list[str], batch: int = 200) -> int:
     """Recomputes the node rows of these entities from all their edges (every document)."""
     written = 0
     with _NODES_LOCK:
@@ -40,7 +40,7 @@ def refresh_nodes(store: ColdStore, entity_ids: list[str], batch: int = 200) -> 
     return written
 
 
-def rebuild_all_nodes(store: ColdStore) -> int:
+def rebuild_all_nodes(store: DocumentStore) -> int:
     """Drops every node and rebuilds them from the edges (drops nodes of deleted documents)."""
     nodes = node_rows(store.rows(EDGES.name))
     with _NODES_LOCK:

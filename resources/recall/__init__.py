@@ -1,4 +1,4 @@
-"""Recall over the cold store: a router of intents (text here; structure and relation are added
+"""Recall over the document store: a router of intents (text here; structure and relation are added
 by their own modules with `register_intent`)."""
 
 from resources.recall.router import INTENTS, Ranked, RecallContext, recall, register_intent

@@ -20,7 +20,7 @@ from ontology.relations import RELATIONS_BY_NAME
 from resources.graph.build import MENTIONS
 from resources.recall.intent import detect_relations, query_entities
 from resources.recall.router import Ranked, RecallContext, register_intent
-from resources.store.base import ColdStore, sql_str
+from resources.store.base import DocumentStore, sql_str
 from resources.store.tables import EDGES, ENTITIES
 
 # "who acquired X", "X was acquired by": the named entity is the tail of the asked relation
@@ -34,7 +34,7 @@ _CACHE: dict[str, tuple[tuple, dict[str, list[str]]]] = {}
 _LOCK = threading.Lock()
 
 
-def gazetteer(store: ColdStore) -> dict[str, list[str]]:
+def gazetteer(store: DocumentStore) -> dict[str, list[str]]:
     """normalised name or alias -> entity ids (cached until the entities table changes)."""
     key = str(getattr(store, "path", id(store)))
     ok = store.ok_doc_ids()  # nodes of deleted or failed documents name nothing recallable

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ontology.document import Hit
-from resources.store.base import ColdStore
+from resources.store.base import DocumentStore
 
 MODES = ("auto", "text", "structure", "relation", "documents")
 RRF_K = 60  # as in text recall (resources/recall/text.py): Cormack et al. (2009)
@@ -40,7 +40,7 @@ INTENT_MODULES = ("resources.recall.text", "resources.recall.structure",
 class RecallContext:
     """What a handler may use. `ok_doc_ids`: the only documents it may return."""
 
-    store: ColdStore
+    store: DocumentStore
     ok_doc_ids: set[str]
     doc_sources: dict[str, str]
     embed: Callable[[Sequence[str]], np.ndarray]  # texts -> (N, 384) unit vectors
@@ -93,7 +93,7 @@ def _load_intents() -> None:
                 raise
 
 
-def make_context(store: ColdStore, embed: Callable | None = None) -> RecallContext:
+def make_context(store: DocumentStore, embed: Callable | None = None) -> RecallContext:
     from resources.models.embedder import get_embedder
 
     docs = store.rows("documents", "status = 'ok'", ["doc_id", "source", "pages"])
@@ -103,7 +103,7 @@ def make_context(store: ColdStore, embed: Callable | None = None) -> RecallConte
                          pages_total=sum(int(d.get("pages") or 0) for d in docs))
 
 
-def recall(store: ColdStore, queries: Sequence[str], k: int = 5, mode: str = "auto",
+def recall(store: DocumentStore, queries: Sequence[str], k: int = 5, mode: str = "auto",
            ctx: RecallContext | None = None) -> list[dict]:
     """One result per query, in order: {"query", "intent", "latency_ms", "hits": [...]}.
 

@@ -1,4 +1,4 @@
-"""The cold store's contract, independent of LanceDB: tables of rows keyed by document.
+"""The document store's contract, independent of LanceDB: tables of rows keyed by document.
 
 Guarantees every implementation keeps:
 - `delete_document(doc_id)` removes that document's rows from every doc-scoped table (tables
@@ -24,7 +24,7 @@ def sql_str(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
 
 
-class ColdStore(ABC):
+class DocumentStore(ABC):
     """Tables of rows; each doc-scoped table has a `doc_id` column."""
 
     @abstractmethod

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from h3_runtime.home import under_home
 from resources.staging_io import drop_staged
-from resources.store.base import ColdStore, sql_str
+from resources.store.base import DocumentStore, sql_str
 
 DOC_ID = re.compile(r"^[0-9a-f]{16}$")  # ontology.ids.doc_id_for_bytes: 16 lowercase hex
 
@@ -47,7 +47,7 @@ def check_doc_id(doc_id: str) -> str:
     return doc_id
 
 
-def purge_document(store: ColdStore, doc_id: str, kv_root: Path | None = None) -> PurgeReport:
+def purge_document(store: DocumentStore, doc_id: str, kv_root: Path | None = None) -> PurgeReport:
     """Removes every trace of `doc_id` except its Dagster partition; returns what was removed.
 
     Idempotent: purging a document that is not there removes nothing and does not fail.
@@ -74,14 +74,14 @@ def purge_document(store: ColdStore, doc_id: str, kv_root: Path | None = None) -
     return report
 
 
-def _entities_of(store: ColdStore, doc_id: str) -> set[str]:
+def _entities_of(store: DocumentStore, doc_id: str) -> set[str]:
     if "edges" not in store.table_names():
         return set()
     edges = store.rows("edges", f"doc_id = {sql_str(doc_id)}", ["head_id", "tail_id"])
     return {e for r in edges for e in (r["head_id"], r["tail_id"]) if not e.startswith("doc:")}
 
 
-def _drop_cross_checks(store: ColdStore, doc_id: str) -> int:
+def _drop_cross_checks(store: DocumentStore, doc_id: str) -> int:
     """Cross-document findings that cite the document are void without it."""
     if "cross_checks" not in store.table_names():
         return 0

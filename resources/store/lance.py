@@ -1,4 +1,4 @@
-"""The real cold store: LanceDB tables under $H3_HOME/lancedb (plain Python, no Dagster)."""
+"""The real document store: LanceDB tables under $H3_HOME/lancedb (plain Python, no Dagster)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from resources.store.base import ColdStore, Row
+from resources.store.base import DocumentStore, Row
 from resources.store.tables import TABLES
 from resources.text_lang import fts_form
 
@@ -61,7 +61,7 @@ FTS_MERGE_ROWS = 2_000
 _ANN_TYPES = {"IVF_PQ": "IVF_PQ", "HNSW": "IVF_HNSW_SQ"}
 
 
-class LanceColdStore(ColdStore):
+class LanceDocumentStore(DocumentStore):
     """LanceDB implementation. Handles are cached; every read sees the latest committed version
     (read_consistency_interval=0), so a CLI process and a Dagster run never read stale rows."""
 
@@ -77,7 +77,7 @@ class LanceColdStore(ColdStore):
             self._db = lancedb.connect(str(self.path), read_consistency_interval=timedelta(0))
         except OSError as exc:  # a worker whose shared mount is missing or read-only
             raise StoreUnreachableError(
-                f"cold store {self.path}: cannot open for writing: {exc.strerror or exc} "
+                f"document store {self.path}: cannot open for writing: {exc.strerror or exc} "
                 "(every worker needs H3_HOME on the same shared folder)") from None
         self.ann_index_type = _ANN_TYPES.get(ann_index_type, "IVF_PQ")
         self._tables: dict = {}
@@ -126,7 +126,7 @@ class LanceColdStore(ColdStore):
             return 0
         handle = self._open(table, create=True)
         if handle is None:
-            raise KeyError(f"cold store: no table {table!r} and no registered spec to create it")
+            raise KeyError(f"document store: no table {table!r} and no registered spec to create it")
         if "fts_text" in handle.schema.names:  # what BM25 indexes; derived when not given
             rows = [r if r.get("fts_text") else {**r, "fts_text": fts_form(r.get("text") or "")}
                     for r in rows]

@@ -1,4 +1,4 @@
-"""The cold store's schema: every LanceDB table, in this one module.
+"""The document store's schema: every LanceDB table, in this one module.
 
 Each `TableSpec` gives a table's Arrow schema, how it is indexed, and whether its rows belong to
 one document (then it has a `doc_id` column and `delete_document` clears it). `TABLES` lists them

@@ -10,7 +10,7 @@ from assets.analysis import cross_document_checks, document_summary, key_facts
 from assets.kv import document_kv
 from resources.runtime import H3RuntimeResource
 from resources.staging_io import JsonStagingIOManager
-from resources.store import ColdStoreResource, open_store
+from resources.store import DocumentStoreResource, open_store
 from tests.assets._runtime_fixtures import copy_store, tiny_model_dir, write_config
 from tests.conftest import h3_home_env
 
@@ -37,7 +37,7 @@ def _run(assets, setup, doc_ids=None):
         tags = {"dagster/asset_partition_range_start": doc_ids[0],
                 "dagster/asset_partition_range_end": doc_ids[-1]}
     return materialize(assets, instance=instance, tags=tags, resources={
-        "store": ColdStoreResource(), "staging_io": JsonStagingIOManager(),
+        "store": DocumentStoreResource(), "staging_io": JsonStagingIOManager(),
         "h3_runtime": H3RuntimeResource(config_file=str(setup["config"]))})
 
 

@@ -10,7 +10,7 @@ import torch
 
 from h3_runtime.kvcache.block import KVBlock, chain_hashes, content_key
 from h3_runtime.kvcache.checksum import IntegrityError, block_checksum
-from h3_runtime.kvcache.cold import ColdStore
+from h3_runtime.kvcache.cold import KVBlockStore
 from h3_runtime.kvcache.hot import HotBudgetError, HotPool
 from h3_runtime.kvcache.tiers import HotSlots, TierFullError, WarmTier
 
@@ -32,7 +32,7 @@ def hot_slots(n_slots: int, T: int = 16, pool: HotPool | None = None) -> HotSlot
 def test_round_trip_hot_warm_cold_is_bit_exact_and_source_untouched(tmp_path, dtype):
     src = make_block(1, dtype)
     k0, v0 = src.keys.clone(), src.values.clone()
-    warm, cold, hot = WarmTier(10**8), ColdStore(tmp_path, 10**8), hot_slots(2)
+    warm, cold, hot = WarmTier(10**8), KVBlockStore(tmp_path, 10**8), hot_slots(2)
     warm.store("b", src)
     src_after = (src.keys.clone(), src.values.clone())
     from_warm = warm.load("b")
@@ -52,7 +52,7 @@ def test_round_trip_hot_warm_cold_is_bit_exact_and_source_untouched(tmp_path, dt
 
 
 def test_tiers_report_medium_capacity_usage(tmp_path):
-    warm, cold, hot = WarmTier(10**6), ColdStore(tmp_path, 10**6), hot_slots(4)
+    warm, cold, hot = WarmTier(10**6), KVBlockStore(tmp_path, 10**6), hot_slots(4)
     b = make_block(2)
     for tier in (warm, cold, hot):
         tier.store(7, b) if tier is not cold else tier.store("k7", b)
@@ -93,17 +93,17 @@ def test_warm_tier_full_raises():
 
 
 def test_cold_reuse_after_restart(tmp_path):
-    ColdStore(tmp_path, 10**8).store("abc", make_block(5))
-    again = ColdStore(tmp_path, 10**8)  # a new process: index rebuilt from the folder
+    KVBlockStore(tmp_path, 10**8).store("abc", make_block(5))
+    again = KVBlockStore(tmp_path, 10**8)  # a new process: index rebuilt from the folder
     assert again.lookup("abc") and again.usage_bytes > 0
     assert torch.equal(again.load("abc").keys, make_block(5).keys)
 
 
 def test_cold_cap_evicts_least_recently_used(tmp_path):
-    size = ColdStore(tmp_path / "probe", 10**8)
+    size = KVBlockStore(tmp_path / "probe", 10**8)
     size.store("x", make_block(0))
     one = size.usage_bytes
-    cold = ColdStore(tmp_path / "c", 3 * one + 100)  # header sizes vary by a few bytes
+    cold = KVBlockStore(tmp_path / "c", 3 * one + 100)  # header sizes vary by a few bytes
     for i in range(3):
         cold.store(f"k{i}", make_block(i))
     cold.touch("k0")  # k1 is now the least recently used
@@ -118,7 +118,7 @@ def test_cold_cap_evicts_least_recently_used(tmp_path):
 
 
 def test_cold_set_cap_shrinks_the_folder_by_lru(tmp_path):
-    cold = ColdStore(tmp_path, 10**8)
+    cold = KVBlockStore(tmp_path, 10**8)
     for i in range(4):
         cold.store(f"k{i}", make_block(i))
     one = cold.usage_bytes // 4
@@ -134,7 +134,7 @@ def test_one_cold_cap_covers_document_blocks_and_spilled_layer_blocks(tmp_path):
 
     layer_block = make_block(1)  # (H_kv, T, D): what a layer store spills
     doc_keys = torch.randn(2, 3, 40, 8)  # (L, H_kv, T, D): a 40-token document, 2 layers
-    cold = ColdStore(tmp_path, 2 * doc_keys.nbytes + 2 * layer_block.nbytes + 5 * 120)
+    cold = KVBlockStore(tmp_path, 2 * doc_keys.nbytes + 2 * layer_block.nbytes + 5 * 120)
     cold.store(content_key("aa" * 32, 0), layer_block)
     docs = DocumentKV(cold, tmp_path / "docs", block_tokens=16)
     index = docs.put("d", "m", list(range(40)), doc_keys, doc_keys + 1)
@@ -166,7 +166,7 @@ def test_block_keys_extend_the_chain_incrementally():
 @pytest.mark.parametrize("iteration", range(20))
 def test_cold_detects_every_bit_flip(tmp_path, iteration):
     rng = random.Random(iteration)
-    cold = ColdStore(tmp_path, 10**8)
+    cold = KVBlockStore(tmp_path, 10**8)
     cold.store("blk", make_block(iteration))
     path = cold.path_for("blk")
     data = bytearray(path.read_bytes())

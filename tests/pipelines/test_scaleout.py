@@ -124,13 +124,13 @@ def test_concurrent_writers_of_one_document_leave_one_copy(tmp_path):
     """Four writers (separate store handles, as separate workers have) rewrite one document at
     once: the document lock keeps each delete+add whole, so no rows are duplicated."""
     from assets.store import write_document
-    from resources.store import LanceColdStore
+    from resources.store import LanceDocumentStore
 
     doc, chunked, vectors = _payloads(5)
     errors: list[BaseException] = []
 
     def writer() -> None:
-        store = LanceColdStore(tmp_path / "db")
+        store = LanceDocumentStore(tmp_path / "db")
         try:
             for _ in range(3):
                 with store.document_lock("d1"):
@@ -144,17 +144,17 @@ def test_concurrent_writers_of_one_document_leave_one_copy(tmp_path):
     for t in threads:
         t.join()
     assert not errors, errors
-    counts = LanceColdStore(tmp_path / "db").counts()
+    counts = LanceDocumentStore(tmp_path / "db").counts()
     assert (counts["documents"], counts["chunks"], counts["regions"]) == (1, 5, 5)
 
 
 def test_a_store_that_cannot_be_opened_fails_with_one_line(tmp_path):
-    from resources.store.lance import LanceColdStore, StoreUnreachableError
+    from resources.store.lance import LanceDocumentStore, StoreUnreachableError
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     with pytest.raises(StoreUnreachableError) as failed:
-        LanceColdStore(blocker / "lancedb")
+        LanceDocumentStore(blocker / "lancedb")
     message = str(failed.value)
     assert "\n" not in message and str(blocker / "lancedb") in message
     assert "cannot open" in message

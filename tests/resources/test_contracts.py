@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from resources.models.embedder import TextEmbedder
-from resources.store import ColdStore, LanceColdStore
+from resources.store import DocumentStore, LanceDocumentStore
 from tests.doubles import HashEmbedder, MemoryStore
 
 
@@ -21,8 +21,8 @@ def embedder(request) -> TextEmbedder:
 
 
 @pytest.fixture(params=["lance", "double"])
-def store(request, tmp_path) -> ColdStore:
-    return LanceColdStore(tmp_path / "db") if request.param == "lance" else MemoryStore()
+def store(request, tmp_path) -> DocumentStore:
+    return LanceDocumentStore(tmp_path / "db") if request.param == "lance" else MemoryStore()
 
 
 def test_embedder_gives_unit_rows_the_same_for_the_same_text(embedder):

@@ -9,7 +9,7 @@ from ontology.document import Hit
 from resources.nlp.issuer import DocumentProfile
 from resources.recall.documents import named_forms, route, unknown_company
 from resources.recall.router import RecallContext, merge_pages
-from resources.store.lance import LanceColdStore
+from resources.store.lance import LanceDocumentStore
 
 PROFILES = {
     "d1": DocumentProfile("Northwind Trading Holdings, Inc.", ("Northwind Trading", "NWTH"),
@@ -21,7 +21,7 @@ PROFILES = {
 
 
 def _context(tmp_path) -> RecallContext:
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     for doc_id, profile in PROFILES.items():
         store.upsert_document({"doc_id": doc_id, "source": f"/x/{doc_id}.pdf", "status": "ok",
                                "pages": 40, "metadata_json": json.dumps(

@@ -5,7 +5,7 @@ from resources.graph.store import rebuild_all_nodes, write_document_graph
 from resources.nlp.extract import TextUnit, extract
 from resources.recall.relation import relation_recall
 from resources.recall.router import RecallContext
-from resources.store.lance import LanceColdStore
+from resources.store.lance import LanceDocumentStore
 
 BOX = (72.0, 100.0, 523.0, 160.0)
 
@@ -17,7 +17,7 @@ def ingest_text(store, doc_id: str, texts: list[str]) -> None:
 
 
 def test_nodes_span_documents_and_follow_deletions(tmp_path):
-    store = LanceColdStore(tmp_path / "lancedb")
+    store = LanceDocumentStore(tmp_path / "lancedb")
     ingest_text(store, "a", ["Greenleaf Foods has bought Orchard Valley Farms."])
     ingest_text(store, "b", ["Greenleaf Foods is headquartered in Minneapolis."])
     ingest_text(store, "b", ["Greenleaf Foods is headquartered in Minneapolis."])  # idempotent

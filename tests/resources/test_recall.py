@@ -11,7 +11,7 @@ import pytest
 from resources.recall import INTENTS, RecallContext, recall, register_intent
 from resources.recall.router import make_context
 from resources.recall.text import coverage, rrf, terms
-from resources.store import LanceColdStore
+from resources.store import LanceDocumentStore
 from resources.store.tables import EMBEDDING_DIM
 
 
@@ -27,7 +27,7 @@ def bag_of_words_embed(texts):
 
 @pytest.fixture
 def store(tmp_path):
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     texts = {"ok1": ["the pump pressure is four bar", "the boiler is in the basement"],
              "half": ["the pump pressure is four bar exactly"]}
     for doc_id, chunk_texts in texts.items():

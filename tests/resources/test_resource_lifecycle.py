@@ -6,20 +6,20 @@ from __future__ import annotations
 from dagster import asset, materialize
 
 from resources.models.embedder import SbertEmbedderResource, get_embedder
-from resources.store import ColdStoreResource, open_store
+from resources.store import DocumentStoreResource, open_store
 
 
 def test_a_run_builds_its_own_store_and_embedder(tmp_path):
     seen: dict = {}
 
     @asset
-    def probe(store: ColdStoreResource, embedder: SbertEmbedderResource) -> None:
+    def probe(store: DocumentStoreResource, embedder: SbertEmbedderResource) -> None:
         seen["store"] = store.get_store()
         seen["again"] = store.get_store()
         seen["embedder"] = embedder.get_embedder()
         seen["vector"] = seen["embedder"].encode(["pump pressure"])
 
-    resources = {"store": ColdStoreResource(path=str(tmp_path / "db")),
+    resources = {"store": DocumentStoreResource(path=str(tmp_path / "db")),
                  "embedder": SbertEmbedderResource(precision="fp32")}
     assert materialize([probe], resources=resources).success
     assert seen["store"] is seen["again"]  # one client for the whole run

@@ -12,7 +12,7 @@ from resources.recall.statements import (
     boosts,
     classify_page,
 )
-from resources.store.lance import LanceColdStore
+from resources.store.lance import LanceDocumentStore
 
 
 def test_questions_ask_for_statements_by_name_or_by_metric():
@@ -40,7 +40,7 @@ def test_a_statement_page_is_known_by_its_line_items_with_figures_not_by_prose()
 
 
 def test_statement_pages_are_found_under_split_titles_and_indexes_are_not(tmp_path):
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     texts = {1: ["Index to Financial Statements Consolidated Statements of Operations 40 "
                  "Consolidated Balance Sheets 41 Consolidated Statements of Cash Flows 42"],
              41: ["| Total assets | 9,200 | 8,100 |\n| Total current liabilities | 1,700 |",

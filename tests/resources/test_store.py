@@ -1,11 +1,11 @@
-"""The LanceDB cold store: generic per-document deletion, visibility, search (real LanceDB)."""
+"""The LanceDB document store: generic per-document deletion, visibility, search (real LanceDB)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
 
-from resources.store import TABLES, LanceColdStore, TableSpec
+from resources.store import TABLES, LanceDocumentStore, TableSpec
 from resources.store.tables import EMBEDDING_DIM
 
 
@@ -21,7 +21,7 @@ def _unit(seed: int) -> np.ndarray:
 
 
 def test_delete_document_covers_tables_declared_later(tmp_path, monkeypatch):
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     monkeypatch.setitem(TABLES, "test_entities", TableSpec("test_entities", pa.schema([
         pa.field("doc_id", pa.string()), pa.field("text", pa.string())])))
     for doc in ("a", "b"):
@@ -35,7 +35,7 @@ def test_delete_document_covers_tables_declared_later(tmp_path, monkeypatch):
 
 
 def test_upsert_replaces_row_and_ok_ids_follow_status(tmp_path):
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     store.upsert_document({"doc_id": "x", "source": "x.pdf", "status": "pending"})
     assert store.ok_doc_ids() == set()
     store.upsert_document({"doc_id": "x", "source": "x.pdf", "status": "ok"})
@@ -44,7 +44,7 @@ def test_upsert_replaces_row_and_ok_ids_follow_status(tmp_path):
 
 
 def test_vector_and_full_text_search(tmp_path):
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     store.add("chunks", [_chunk("d", 0, "the pump pressure is 4 bar", _unit(1)),
                          _chunk("d", 1, "the valve is painted red", _unit(2))])
     assert store.ensure_indexes("chunks") == {"fts_text": "fts created"}
@@ -56,7 +56,7 @@ def test_vector_and_full_text_search(tmp_path):
 
 
 def test_quotes_in_values_are_escaped(tmp_path):
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     store.upsert_document({"doc_id": "q", "source": "it's.pdf", "status": "ok"})
     from resources.store import sql_str
 
@@ -67,7 +67,7 @@ def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch):
     import resources.store.lance as lance
 
     monkeypatch.setattr(lance, "ANN_MIN_ROWS", 600)  # the real threshold is 20,000 rows
-    store = LanceColdStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db")
     rng = np.random.default_rng(0)
     vecs = rng.standard_normal((600, EMBEDDING_DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
