@@ -169,3 +169,37 @@ def test_hand_written_adamw_matches_torch_optim_adamw():
     for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
         assert torch.allclose(a, b, atol=1e-6)
     assert (ours.weight - start).abs().max() > 1e-2  # it did train
+
+
+def test_search_projection_keeps_dot_products_where_textbook_pca_does_not():
+    """Unit vectors with a large shared component (as sentence vectors have): at full dimension
+    the search projection keeps every dot product; at a smaller one it keeps them up to the
+    dropped variance, while centring + re-normalising changes them wholesale."""
+    from resources.semantic.pca import fit_search_projection
+
+    rng = np.random.default_rng(0)
+    shared = rng.normal(size=64)
+    x = shared + 0.4 * rng.normal(size=(300, 64)) @ np.diag(np.geomspace(2, 0.01, 64))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    exact = x @ x.T
+    full = x @ fit_search_projection(x, 64)
+    assert np.allclose(full @ full.T, exact, atol=1e-5)
+    p = x @ fit_search_projection(x, 16)
+    mean = x.mean(axis=0)
+    textbook = (x - mean) @ np.linalg.svd(x - mean, full_matrices=False)[2][:16].T
+    textbook /= np.linalg.norm(textbook, axis=1, keepdims=True)
+    off = ~np.eye(len(x), dtype=bool)
+    assert np.abs(p @ p.T - exact).max() < 0.05
+    assert np.abs(textbook @ textbook.T - exact)[off].mean() > 0.5
+
+    def nearest(scores: np.ndarray) -> list[set]:  # each vector's 5 nearest others
+        scores = np.where(off, scores, -np.inf)
+        return [set(row) for row in np.argsort(-scores, axis=1)[:, :5]]
+
+    def kept(approx: np.ndarray) -> float:
+        return float(np.mean([len(a & b) / 5 for a, b in zip(nearest(approx), nearest(exact),
+                                                             strict=True)]))
+
+    assert kept(p @ p.T) > kept(textbook @ textbook.T) + 0.15
+    with pytest.raises(ValueError, match="dim"):
+        fit_search_projection(x, 65)
