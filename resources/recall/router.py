@@ -155,10 +155,12 @@ def _page_key(h: Hit) -> tuple:
 
 
 def fuse(lists: list[list[Hit]]) -> list[Hit]:
-    """Every hit of `lists` (each ranked by its intent's own score), ordered by reciprocal rank
-    fusion of their pages: a page's score is the sum over lists of 1 / (RRF_K + its best rank
-    there). Ties: the earlier list first, then the better rank; a page's other hits follow
-    its best one, for `merge_pages`."""
+    """Every hit of `lists` (each ranked by its intent's own score), interleaved by reciprocal
+    rank fusion of their pages: a page's score is the sum over lists of 1 / (RRF_K + its best
+    rank there). Each list keeps its own order (an intent's ranking is its own evidence: a
+    relation from an executive table stays before the same relation seen in a bio that text
+    recall also found); fusion decides which list's next hit comes first. Ties: the earlier
+    list first. A page's other hits follow its best one, for `merge_pages`."""
     ordered = [sorted(hits, key=lambda h: -h.score) for hits in lists]  # stable
     fused: dict[tuple, float] = {}
     for hits in ordered:
@@ -168,9 +170,16 @@ def fuse(lists: list[list[Hit]]) -> list[Hit]:
             if key not in seen:  # a page counts once per list, at its best rank
                 seen.add(key)
                 fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
-    placed = [(-fused[_page_key(h)], li, rank, h) for li, hits in enumerate(ordered)
-              for rank, h in enumerate(hits)]
-    return [h for *_, h in sorted(placed, key=lambda p: p[:3])]
+    heads = [0] * len(ordered)
+    out: list[Hit] = []
+    while True:
+        waiting = [(-fused[_page_key(hits[heads[li]])], li) for li, hits in enumerate(ordered)
+                   if heads[li] < len(hits)]
+        if not waiting:
+            return out
+        li = min(waiting)[1]
+        out.append(ordered[li][heads[li]])
+        heads[li] += 1
 
 
 def merge_pages(hits: list[Hit]) -> list[Hit]:

@@ -59,3 +59,13 @@ def test_a_page_two_intents_found_ranks_first_and_context_comes_last(scripted):
 def test_one_list_keeps_its_own_order():
     lists = [[hit(1, 0.2, "text"), hit(2, 0.9, "text"), hit(1, 0.1, "text", 20)]]
     assert [(h.page, h.score) for h in fuse(lists)] == [(2, 0.9), (1, 0.2), (1, 0.1)]
+
+
+def test_fusion_interleaves_lists_but_never_reorders_one():
+    """Relation's second edge sits on text's first page: that page, found twice, comes first
+    (text's hit leads it), but relation's own first edge still comes before its second one (an
+    intent's ranking is its own evidence); plain RRF put the second edge first."""
+    relation = [hit(8, 1.5, "relation"), hit(9, 1.4, "relation")]
+    text = [hit(9, 0.9, "text"), hit(4, 0.8, "text")]
+    fused = [(h.via, h.page) for h in fuse([relation, text])]
+    assert fused == [("text", 9), ("relation", 8), ("relation", 9), ("text", 4)]
