@@ -80,14 +80,14 @@ def _warm_models() -> float:
     import numpy as np
 
     from resources.models.embedder import get_embedder
-    from resources.models.layout import LayoutDetector
+    from resources.models.layout import LayoutModelResource
     from resources.models.ocr import TesseractOcr
 
     t0 = time.perf_counter()
     import lancedb  # noqa: F401  (seconds of imports the first time a store is opened)
 
     get_embedder().encode(["warm up"])
-    LayoutDetector().detect(np.full((200, 150, 3), 255, dtype=np.uint8))
+    LayoutModelResource().get_detector().detect(np.full((200, 150, 3), 255, dtype=np.uint8))
     TesseractOcr()
     return time.perf_counter() - t0
 
