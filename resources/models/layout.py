@@ -101,7 +101,10 @@ class LayoutModelResource(ConfigurableResource):
 
     enabled: bool = Field(default=True, description="run the PP-PicoDet layout model")
     conf_thresh: float = Field(default=0.5, description="minimum box confidence")
-    threads: int = Field(default=2, description="onnxruntime intra-op threads")
+    threads: int = Field(default=1, description="onnxruntime intra-op threads of one page's run")
+    workers: int = Field(default=2, description="pages the model reads at once, each on its own "
+                         "thread (assets/layout.py: detected_pages says why not more intra-op "
+                         "threads instead)")
     dpi: int = Field(default=72, description="page render resolution fed to the model")
     pages: str = Field(
         default="visual",

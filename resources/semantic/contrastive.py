@@ -57,6 +57,9 @@ class TrainReport:
     different_topic_cosine: float  # mean cosine over chunks of different documents
     trained: bool
     note: str = ""
+    # (N, 512) summaries of every chunk by the returned model (the separation is measured on
+    # them): the caller stores these instead of summarising the corpus a second time
+    summaries: np.ndarray | None = None
 
 
 def _subsample(tokens: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -77,10 +80,13 @@ def train_pooler(tokens: Sequence[np.ndarray], chunks: Sequence[ChunkInfo], in_d
     CPU kernels are deterministic here). With fewer than two documents there are no negatives:
     the seeded untrained pooler is returned and the report says so."""
     threads = torch.get_num_threads()
-    # small matrices: two threads train ~1.6x faster than one on 2 idle cores (1.2 vs 2.0 s on the
-    # docling corpus), more only add overhead. Weights are bit-identical for a given thread
-    # count; 1 and 2 threads differ in the last float bits.
-    torch.set_num_threads(min(2, threads))
+    # One thread. The matrices are small (2,048 x 256 a step), so every op is a short parallel
+    # region whose threads meet at a barrier: on 2 idle cores two threads train 1.3-1.5x faster
+    # (1.3 vs 2.0 s on the 1,370 chunks of two 10-Ks), but on a busy machine each barrier waits
+    # for a descheduled thread and two threads took 2.5x longer than one (7.7 vs 3.1 s, same
+    # chunks, 4 competing busy loops) and ~40% more CPU always. Weights are bit-identical for a
+    # given thread count (1 and 2 threads differ in the last float bits).
+    torch.set_num_threads(1)
     try:
         return _train(tokens, chunks, in_dim, seed, steps, batch_pairs, tau, lr, tokens_per_chunk)
     finally:
@@ -93,10 +99,12 @@ def _train(tokens, chunks, in_dim, seed, steps, batch_pairs, tau, lr, tokens_per
     all_pairs = positive_pairs(chunks)
     n_docs = len({c.doc_id for c in chunks})
     if n_docs < 2 or len(all_pairs) < MIN_PAIRS:
-        same, diff = separation(summarise(model, tokens), chunks, all_pairs)
+        summaries = summarise(model, tokens)  # (N, 512)
+        same, diff = separation(summaries, chunks, all_pairs)
         return model, TrainReport(0, float("nan"), same, diff, False,
                                   f"not trained: needs >= 2 documents and >= {MIN_PAIRS} "
-                                  f"same-topic pairs, found {n_docs} and {len(all_pairs)}")
+                                  f"same-topic pairs, found {n_docs} and {len(all_pairs)}",
+                                  summaries)
     # a seeded fifth of the positive pairs is held out: the reported same-topic cosine is
     # measured on pairs the training never saw
     shuffled = list(all_pairs)
@@ -128,9 +136,10 @@ def _train(tokens, chunks, in_dim, seed, steps, batch_pairs, tau, lr, tokens_per
         loss.backward()
         opt.step()
         loss_value = float(loss.detach())
-    same, diff = separation(summarise(model, tokens), chunks, held_out)
+    summaries = summarise(model, tokens)  # (N, 512)
+    same, diff = separation(summaries, chunks, held_out)
     return model, TrainReport(steps, loss_value, same, diff, True,
-                              f"same-topic cosine on {len(held_out)} held-out pairs")
+                              f"same-topic cosine on {len(held_out)} held-out pairs", summaries)
 
 
 class AdamW:
