@@ -158,7 +158,7 @@ def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dic
 
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
            bm25: dict[str, float], summary: dict[str, float] | None = None,
-           k: int | None = None, words: str | None = None) -> list[tuple[dict, float]]:
+           words: str | None = None) -> list[tuple[dict, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
     content words (of `words`, default the query) the chunk contains."""
@@ -179,10 +179,19 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
              + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
     scored.sort(key=lambda rs: -rs[1])
-    if k and multilingual.available(ctx):  # a slot for the other language (multilingual.py)
-        dense = {row["chunk_id"]: float(c) for (row, _), c in zip(fused, cos, strict=True)}
-        scored = multilingual.keep_other_language(ctx, query, scored, dense, k)
     return scored
+
+
+def keep_other_language(ctx: RecallContext, query: str, ranked: list[tuple[dict, float]],
+                        k: int) -> list[tuple[dict, float]]:
+    """A slot in the top k for the other language (multilingual.py). Applied last, after every
+    re-sort: a re-sort by score (statement boosts, page support) would push the slot's chunk,
+    which words and BM25 never match, back out."""
+    if not ranked or not multilingual.available(ctx):
+        return ranked
+    cos = multilingual.dense_scores(ctx, query, [row for row, _ in ranked])  # (P,)
+    dense = {row["chunk_id"]: float(c) for (row, _), c in zip(ranked, cos, strict=True)}
+    return multilingual.keep_other_language(ctx, query, ranked, dense, k)
 
 
 def statement_boosts(ctx: RecallContext, query: str, where: str | None
@@ -259,12 +268,13 @@ def text_recall(ctx: RecallContext, query: str, k: int,
             summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
                        if variant.endswith("+summary") else None)
             ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
-                            summary, k, words=words)
+                            summary, words=words)
             if boost:
                 ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
                                  for r, s in ranked), key=lambda rs: -rs[1])
             if ctx.pages_total >= k:
                 ranked = page_support(ranked)
+            ranked = keep_other_language(ctx, query, ranked, k)
     hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
                 page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
                 kind=row["kind"], text=row["text"], score=score, via="text")

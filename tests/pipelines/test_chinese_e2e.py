@@ -91,3 +91,23 @@ def test_chinese_questions_text_relation_and_cross_lingual(chinese_store):
             hits = text_recall(ctx, query, 5, variant="fulltext")
             assert hits, query
             assert Path(hits[0].source).name in ("announcement.pdf", "notice_scan.pdf"), query
+
+
+@pytest.mark.slow
+def test_cross_lingual_questions_of_the_chinese_bench(tmp_path):
+    """The bench's whole corpus (six documents, two of them English) and its cross-lingual
+    questions: each direction >= 0.8 recall@5 (issue 15's target). A Chinese question over
+    English chunks relies on the other-language slot, which a later re-sort by score (page
+    support) once pushed out again: zh->en read 0.167."""
+    from pipelines.bench.chinese import evaluate, load_queries
+    from pipelines.cli.index_build import ingest
+    from resources.store import open_store
+    from tests.fixtures.chinese_corpus import build
+
+    build(tmp_path / "corpus")
+    with h3_home_env(tmp_path / "h3"):
+        assert ingest([str(tmp_path / "corpus")])["ok"] == 6
+        cross = [q for q in load_queries() if q["intent"].startswith("cross")]
+        per_intent = evaluate(open_store(), cross)["per_intent"]
+    assert per_intent["cross_zh_en"]["recall@5"] >= 0.8, per_intent
+    assert per_intent["cross_en_zh"]["recall@5"] >= 0.8, per_intent
