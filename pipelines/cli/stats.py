@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
 
     report = collect()
     lines = [f"document store: {report['path']} ({report['bytes_on_disk'] / 1e6:.1f} MB)"]
-    lines += [f"  {name:<14} {count:>9} rows" for name, count in report["tables"].items()]
+    width = max((len(name) for name in report["tables"]), default=0)
+    lines += [f"  {name:<{width}} {count:>9} rows" for name, count in report["tables"].items()]
     lines.append("documents: " + (", ".join(f"{s} {n}" for s, n in sorted(
         report["documents"].items())) or "none"))
     emit(report, args.json, human="\n".join(lines))
