@@ -329,9 +329,10 @@ def compression_table(store, questions: list[dict]) -> dict:
         s = store if project is None else ProjectedStore(store, project)
         embed = base.embed if project is None else (lambda t, p=project: p(base.embed(t)))
         ctx = make_context(s, embed)
-        ranks = [page_rank(_text_hits(ctx, q["question"], 5, False), q["file"], q["pages"])
-                 for q in questions]
-        pages = [top_pages(_text_hits(ctx, text, 5, False)) for text in queries]
+        hits = [_text_hits(ctx, text, 5, False) for text in queries]  # the asked ones first
+        ranks = [page_rank(h, q["file"], q["pages"])
+                 for h, q in zip(hits[:len(questions)], questions, strict=True)]
+        pages = [top_pages(h) for h in hits]
         reference = reference or pages
         agreement = np.mean([len(p & r) / max(len(r), 1) for p, r in zip(pages, reference,
                                                                           strict=True)])

@@ -158,12 +158,13 @@ def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dic
 
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
            bm25: dict[str, float], summary: dict[str, float] | None = None,
-           words: str | None = None) -> list[tuple[dict, float]]:
+           words: str | None = None) -> tuple[list[tuple[dict, float]], dict[str, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query, the BM25 score relative to the best one, and how many of the query's
-    content words (of `words`, default the query) the chunk contains."""
+    content words (of `words`, default the query) the chunk contains. Also returns each chunk's
+    dense score (chunk_id -> cosine), for the other-language slot placed after later re-sorts."""
     if not fused:
-        return []
+        return [], {}
     if multilingual.available(ctx):  # each chunk compared through the model that embedded it
         cos = multilingual.dense_scores(ctx, query, [row for row, _ in fused])  # (P,)
     else:
@@ -179,19 +180,7 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
              + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
     scored.sort(key=lambda rs: -rs[1])
-    return scored
-
-
-def keep_other_language(ctx: RecallContext, query: str, ranked: list[tuple[dict, float]],
-                        k: int) -> list[tuple[dict, float]]:
-    """A slot in the top k for the other language (multilingual.py). Applied last, after every
-    re-sort: a re-sort by score (statement boosts, page support) would push the slot's chunk,
-    which words and BM25 never match, back out."""
-    if not ranked or not multilingual.available(ctx):
-        return ranked
-    cos = multilingual.dense_scores(ctx, query, [row for row, _ in ranked])  # (P,)
-    dense = {row["chunk_id"]: float(c) for (row, _), c in zip(ranked, cos, strict=True)}
-    return multilingual.keep_other_language(ctx, query, ranked, dense, k)
+    return scored, {row["chunk_id"]: float(c) for (row, _), c in zip(fused, cos, strict=True)}
 
 
 def statement_boosts(ctx: RecallContext, query: str, where: str | None
@@ -267,14 +256,17 @@ def text_recall(ctx: RecallContext, query: str, k: int,
             ranked += statement_rows(ctx, boost, {r["chunk_id"] for r, _ in ranked})
             summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
                        if variant.endswith("+summary") else None)
-            ranked = rerank(ctx, query, ranked, {r["chunk_id"]: float(r["_score"]) for r in f},
-                            summary, words=words)
+            ranked, dense_scores = rerank(ctx, query, ranked,
+                                          {r["chunk_id"]: float(r["_score"]) for r in f},
+                                          summary, words=words)
             if boost:
                 ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
                                  for r, s in ranked), key=lambda rs: -rs[1])
             if ctx.pages_total >= k:
                 ranked = page_support(ranked)
-            ranked = keep_other_language(ctx, query, ranked, k)
+            if ml:  # a slot for the other language (multilingual.py), placed after every
+                # re-sort by score: boosts and page support would push it back out
+                ranked = multilingual.keep_other_language(ctx, query, ranked, dense_scores, k)
     hits = [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),
                 page=int(row["page"]), bbox=tuple(float(v) for v in row["bbox"]),
                 kind=row["kind"], text=row["text"], score=score, via="text")
