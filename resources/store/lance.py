@@ -24,7 +24,8 @@ from resources.text_lang import fts_form
 # fragment) raises a commit conflict, and the write is simply tried again a little later.
 COMMIT_RETRIES = 6
 COMMIT_BACKOFF_S = 0.2  # doubled each try, with jitter: 0.2 .. 6.4 s
-_CONFLICT_WORDS = ("commit conflict", "retryable", "conflict", "concurrent")
+COMMIT_CONFLICTS: dict[str, int] = {}  # per process, for the scale-out bench
+_CONFLICT_WORDS = ("conflict", "retryable", "concurrent")  # "conflict" covers "commit conflict"
 
 
 def _is_commit_conflict(exc: Exception) -> bool:
@@ -44,9 +45,6 @@ def with_commit_retries(write, what: str):
             COMMIT_CONFLICTS[what] = COMMIT_CONFLICTS.get(what, 0) + 1
             time.sleep(COMMIT_BACKOFF_S * 2 ** attempt * (0.5 + random.random()))
     raise AssertionError("unreachable")
-
-
-COMMIT_CONFLICTS: dict[str, int] = {}  # per process, for the scale-out bench
 
 
 class StoreUnreachableError(RuntimeError):
