@@ -150,7 +150,8 @@ def _partial(out_dir: Path, ruler_rows: list, pk_rows: list) -> None:
     (out_dir / "ruler.partial.json").write_text(json.dumps({"ruler": ruler_rows, "passkey": pk_rows}))
 
 
-def run_ruler(out_dir: Path, quick: bool) -> dict:
+def run_ruler(out_dir: Path, quick: bool, samples: int = 1) -> dict:
+    """`samples`: prompts per task and length (and per passkey length and depth), seeds 0.."""
     out_dir = Path(out_dir)
     lengths = [4096] if quick else [4096, 8192]
     tasks = QUICK_TASKS if quick else TASKS
@@ -161,17 +162,19 @@ def run_ruler(out_dir: Path, quick: bool) -> dict:
     t0 = time.perf_counter()
     ruler_rows, pk_rows = [], []
     for n in lengths:
-        for task in tasks:
-            row = _run_sample(base, make_sample(tok, task, n, seed=0), RULER_VARIANTS, out_dir)
-            row["length_target"] = n
-            ruler_rows.append(row)
-            _partial(out_dir, ruler_rows, pk_rows)
+        for seed in range(samples):
+            for task in tasks:
+                row = _run_sample(base, make_sample(tok, task, n, seed=seed), RULER_VARIANTS, out_dir)
+                row["length_target"], row["seed"] = n, seed
+                ruler_rows.append(row)
+                _partial(out_dir, ruler_rows, pk_rows)
     for n in pk_lengths:
-        for d in depths:
-            row = _run_sample(base, passkey(tok, n, d, seed=0), PASSKEY_VARIANTS, out_dir)
-            row["length_target"], row["depth"] = n, d
-            pk_rows.append(row)
-            _partial(out_dir, ruler_rows, pk_rows)
+        for seed in range(samples):
+            for d in depths:
+                row = _run_sample(base, passkey(tok, n, d, seed=seed), PASSKEY_VARIANTS, out_dir)
+                row["length_target"], row["depth"], row["seed"] = n, d, seed
+                pk_rows.append(row)
+                _partial(out_dir, ruler_rows, pk_rows)
     rv = [v for v, _, _ in RULER_VARIANTS]
     pv = [v for v, _, _ in PASSKEY_VARIANTS]
     g = base.config.runtime
@@ -179,6 +182,7 @@ def run_ruler(out_dir: Path, quick: bool) -> dict:
         "model": "SmolLM2-135M-Instruct (fp32)",
         "config": {"block_tokens": g.block_tokens, "top_k_blocks": g.top_k_blocks,
                    "recent_tokens": g.recent_tokens, "sink_tokens": g.sink_tokens},
+        "samples_per_task": samples,
         "seconds": round(time.perf_counter() - t0, 1),
         "full_prefills_measured_this_run": sum(r["full"]["prefill_s"] is not None
                                                for r in ruler_rows + pk_rows),

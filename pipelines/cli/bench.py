@@ -45,6 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
     p.add_argument("--home", help="filings, embedding_engines: this H3_HOME, which holds the corpus, "
                                   "instead of ingesting it into a fresh one")
+    p.add_argument("--samples", type=int, help="ruler: samples per task and length (different "
+                                                 "seeds; default 1)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -60,8 +62,9 @@ def run(args: argparse.Namespace) -> int:
         log(f"bench: scenario {name} ...")
         t0 = time.perf_counter()
         func = getattr(importlib.import_module(module_name), func_name)
-        extra = ({"home": args.home} if getattr(args, "home", None)
-                 and "home" in inspect.signature(func).parameters else {})
+        params = inspect.signature(func).parameters
+        extra = {opt: getattr(args, opt) for opt in ("home", "samples")
+                 if getattr(args, opt, None) and opt in params}
         try:
             result = func(out, args.quick, **extra)
         except FileNotFoundError as exc:  # a corpus or model folder the scenario needs is absent
