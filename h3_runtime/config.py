@@ -59,12 +59,16 @@ class RuntimeConfig:
     # attention within the budget; needle bench: passkey kept at 10%/20%), "sparse" attends to
     # sinks + ring + top-k blocks only
     prefill_attention: str = "exact"
+    # decode re-selects each layer's hot blocks for the current query every this many tokens
+    # (1: every token, as Quest does); in between the hot set stays. Selection is most of a
+    # decoded token's own cost on a CPU (h3 bench --scenario decode)
+    decode_reselect_every: int = 2
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)
         _positive("runtime.hbf_size_gb", self.hbf_size_gb)
         _positive("runtime.cold_storage_max_gb", self.cold_storage_max_gb)
-        for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens"):
+        for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens", "decode_reselect_every"):
             _positive(f"runtime.{name}", getattr(self, name))
         one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
         for name in ("sink_tokens", "recent_tokens"):

@@ -82,7 +82,8 @@ class H3Engine:
         keys = BlockKeys(self.fingerprint, self.geometry.block_tokens, f"{time.time_ns():x}")
         ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, keys.cold_key,
                           selection=self.selection,
-                          exact_prefill=self.config.runtime.prefill_attention == "exact")
+                          exact_prefill=self.config.runtime.prefill_attention == "exact",
+                          reselect_every=self.config.runtime.decode_reselect_every)
         cache = H3Cache(self.n_layers, self.geometry, ctx, keys, self.device, exact_allowed)
         self.cache = cache
         return cache

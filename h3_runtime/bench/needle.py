@@ -29,6 +29,7 @@ import torch
 from h3_runtime.bench.plots import plot_needle, plot_scale
 from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
+from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES
 from h3_runtime.reuse.cache_io import PlainCache
 
 FILLER = "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. "
@@ -71,12 +72,15 @@ def full_attention(model, ids: list[int], max_new: int,
 
 def run_variant(engine: H3Engine, ids: list[int], max_new: int,
                 prompt_kv: list | None = None) -> dict:
-    """One tiered run. With prompt_kv, the complete blocks before the last prompt token are
-    loaded into the tiers first and only the rest of the prompt is computed here."""
+    """One tiered run. With prompt_kv, the complete blocks before the prompt's last
+    PROBE_QUERIES tokens are loaded into the tiers first and only the rest is computed here."""
     cache, loaded = None, 0
     if prompt_kv is not None:
+        # the prompt's last PROBE_QUERIES tokens are computed here, as in a prefill of the whole
+        # prompt: their exact attention (SnapKV's observation window) guides decode's selection,
+        # so both paths derive it from the same queries and the same KV
         T = engine.geometry.block_tokens
-        loaded = (len(ids) - 1) // T * T
+        loaded = max(0, (len(ids) - PROBE_QUERIES) // T * T)
         cache = engine.new_cache()
         cache.append_kv(torch.stack([k[:, :loaded] for k, _ in prompt_kv]),  # (L, H_kv, n, D)
                         torch.stack([v[:, :loaded] for _, v in prompt_kv]), ids[:loaded])

@@ -35,11 +35,16 @@ from h3_runtime.kvcache.geometry import BudgetTooSmallError
 from h3_runtime.reuse.cache_io import PlainCache
 
 GiB = 2**30
-RULER_VARIANTS = (("window_10%", 0.10, False), ("h3_10%", 0.10, True), ("h3_5%", 0.05, True),
-                  ("h3_2.5%", 0.025, True))
+# (name, hot budget as a share of the full KV, block selection, warm tier as a share of it or
+# None for the shipped hbf_size_gb). "h3_10%_spill": warm capped at 10% of the KV, so resident
+# KV (hot + warm) is at most 20% of full attention's and the other blocks live in cold
+RULER_VARIANTS = (("window_10%", 0.10, False, None), ("h3_10%", 0.10, True, None),
+                  ("h3_5%", 0.05, True, None), ("h3_2.5%", 0.025, True, None),
+                  ("h3_10%_spill", 0.10, True, 0.10))
 # --quick: the 4K tasks a loaded 2-core machine affords in ~45 min (one sample each)
 QUICK_TASKS = ("niah_single_1", "niah_multikey_1", "niah_multivalue", "vt")
-PASSKEY_VARIANTS = (("window_10%", 0.10, False), ("h3_20%", 0.20, True), ("h3_10%", 0.10, True))
+PASSKEY_VARIANTS = (("window_10%", 0.10, False, None), ("h3_20%", 0.20, True, None),
+                    ("h3_10%", 0.10, True, None), ("h3_5%", 0.05, True, None))
 
 
 def _kv_path(fp: str, ids: list[int]) -> Path:
@@ -98,17 +103,21 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
            "full": {"text": text, "score": string_match_all(text, s.answers),
                     "prefill_s": None if prefill_s is None else round(prefill_s, 2),
                     "decode_s": round(time.perf_counter() - t0, 2)}}
-    for name, frac, selection in variants:
+    for name, frac, selection, warm in variants:
+        extra = {} if warm is None else {"hbf_size_gb": full_kv * warm / GiB}
         try:
             engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=full_kv * frac / GiB,
-                              cold_storage_path=out_dir / "ruler-kv", selection=selection)
+                              cold_storage_path=out_dir / "ruler-kv", selection=selection, **extra)
         except BudgetTooSmallError as exc:
             row[name] = {"error": str(exc), "score": 0.0, "text": ""}
             continue
         r = run_variant(engine, s.ids, s.max_new, kv)
         text = tok.decode(r["ids"], skip_special_tokens=True)
         g = engine.geometry
+        st = engine.stats()
         row[name] = {"text": text, "score": string_match_all(text, s.answers),
+                     "resident_kv_bytes": st["hot_peak_bytes"] + st["warm_bytes"],
+                     "cold_bytes_after": st["cold_bytes"],
                      "same_as_full": r["ids"] == ans[: len(r["ids"])] and len(r["ids"]) == len(ans),
                      "decode_s": round(r["decode_s"], 2), "hot_peak_bytes": r["hot_peak_bytes"],
                      "hot_budget_bytes": r["hot_budget_bytes"],
@@ -117,7 +126,7 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
         engine.new_cache()  # release this run's tiers
     del kv
     print(f"ruler {s.task} {len(s.ids)}: full {row['full']['score']:.2f} " + ", ".join(
-        f"{n} {row[n]['score']:.2f}" for n, _, _ in variants), file=sys.stderr, flush=True)
+        f"{n} {row[n]['score']:.2f}" for n, *_ in variants), file=sys.stderr, flush=True)
     return row
 
 
@@ -136,7 +145,11 @@ def summarise(rows: list[dict], names: list[str]) -> dict:
         for v in names:
             full_sum = sum(r["full"]["score"] for r in solved)
             ret[v] = round(sum(r[v]["score"] for r in solved) / full_sum, 3) if full_sum else None
+        resident = {v: round(statistics.mean(r[v]["resident_kv_bytes"] / r["full_kv_bytes"]
+                                             for r in at if "resident_kv_bytes" in r[v]), 3)
+                    for v in names if any("resident_kv_bytes" in r[v] for r in at)}
         out[str(n)] = {"per_task": per_task, "retention_vs_full": ret,
+                       "resident_kv_vs_full": resident,
                        "samples": len(at), "samples_full_solves": len(solved),
                        "tasks_full_fails": [t for t, sc in per_task.items() if sc["full"] == 0],
                        "identical_to_full": {v: sum(bool(r[v].get("same_as_full")) for r in solved)
@@ -175,8 +188,8 @@ def run_ruler(out_dir: Path, quick: bool, samples: int = 1) -> dict:
                 row["length_target"], row["depth"], row["seed"] = n, d, seed
                 pk_rows.append(row)
                 _partial(out_dir, ruler_rows, pk_rows)
-    rv = [v for v, _, _ in RULER_VARIANTS]
-    pv = [v for v, _, _ in PASSKEY_VARIANTS]
+    rv = [v for v, *_ in RULER_VARIANTS]
+    pv = [v for v, *_ in PASSKEY_VARIANTS]
     g = base.config.runtime
     return {
         "model": "SmolLM2-135M-Instruct (fp32)",

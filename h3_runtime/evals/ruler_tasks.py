@@ -7,8 +7,8 @@ for one key, in prose), niah_multiquery (4 keys asked at once, in prose), vt (va
 one 4-hop chain of `VAR X = ...` in noise), cwe (the 10 most common words of a numbered list),
 fwe (the 3 most frequent coded words). Plus `passkey` in varied prose at a given depth.
 
-The prose is Python's own reference documentation (`pydoc_data.topics`, shipped with every
-CPython): varied English sentences, never downloaded. Prompts use the model's chat template and
+The prose is one sentence per WordNet synset (lemma + gloss, from the lists timm ships):
+varied English sentences, never downloaded. Prompts use the model's chat template and
 end with RULER's answer prefix; scoring is RULER's string_match_all (the fraction of the
 reference strings found in the output, case-insensitive).
 """
@@ -50,16 +50,24 @@ class Sample:
 
 @cache
 def prose_sentences() -> tuple[str, ...]:
-    """Sentences of Python's reference docs (prose paragraphs only: no code, no tables)."""
-    from pydoc_data.topics import topics
+    """One English sentence per WordNet noun synset of ImageNet-21K ("Heterotroph is an organism
+    that depends on complex organic substances for nutrition."), built from the lemma and gloss
+    lists timm ships (timm comes with open_clip, the CLIP embedder's package; WordNet's license
+    allows use and copies). Varied everyday English on every topic: CPython's own reference
+    docs, the first source, made the 135M model answer a passkey question with Python lore
+    even under full attention."""
+    from importlib.resources import files
 
-    text = "\n".join(topics[k] for k in sorted(topics))
+    info = files("timm.data") / "_info"
+    lemmas = dict(line.split("\t", 1) for line in
+                  (info / "imagenet_synset_to_lemma.txt").read_text().splitlines() if "\t" in line)
     out: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
-        if para.startswith(" ") or ">>>" in para or len(para) < 200 or not para.strip().endswith("."):
-            continue
-        flat = " ".join(para.split())
-        out.extend(s for s in re.split(r"(?<=[.!?])\s+", flat) if 20 <= len(s) <= 400)
+    for line in (info / "imagenet_synset_to_definition.txt").read_text().splitlines():
+        wnid, _, gloss = line.partition("\t")
+        lemma = lemmas.get(wnid, "").split(",")[0].strip()
+        gloss = gloss.strip().rstrip(".;")
+        if lemma and 20 <= len(gloss) <= 300:
+            out.append(f"{lemma[0].upper()}{lemma[1:]}: {gloss}.")
     return tuple(out)
 
 
@@ -276,7 +284,7 @@ def passkey(tok, length: int, depth: float, seed: int) -> Sample:
     b = _Builder(tok, length)
     key = str(rng.randint(10000, 99999))
     head = "There is an important info hidden inside a lot of irrelevant text. Find it and memorize it."
-    tail = " What is the pass key?"
+    tail = " What is the pass key? Answer with the number."
     answer = "The pass key is"
     room = length - len(b.enc("<|im_start|>user\n" + head)) - len(
         b.enc(tail + "<|im_end|>\n<|im_start|>assistant\n" + answer))

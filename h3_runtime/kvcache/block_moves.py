@@ -35,6 +35,7 @@ class TierContext:
     cold_key: Callable[[int, int], str]  # (layer, block) -> cold-tier key
     selection: bool = True  # False: sinks + window only (the StreamingLLM-like baseline)
     exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
+    reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
 
 
 class BlockMoves:

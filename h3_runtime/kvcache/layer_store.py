@@ -49,6 +49,7 @@ class LayerStore:
         self.prefetched: set[int] = set()
         self.last_pattern: str | None = None
         self.after_prefill = False  # the last call was a prefill chunk (C > 1)
+        self.decode_steps = 0  # tokens decoded since the last prefill
         self.prompt_mass: torch.Tensor | None = None  # (blocks,) set by the exact prefill
 
     @property
@@ -67,25 +68,37 @@ class LayerStore:
         the new tokens (hot ring / warm blocks). Moves blocks between tiers per AHAS."""
         if q.shape[0] != 1:
             raise ValueError(f"H3 sparse attention serves batch size 1, got {q.shape[0]}")
-        n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
-        decode = q.shape[2] == 1
-        if decode and self.after_prefill:
-            self._reset_selection()
+        if q.shape[2] == 1:  # decode: the common step
+            return self._decode(q, k_new[0], v_new[0], scaling)
         # exact prefill chunks attend to every block: no selection (it would only move blocks
         # and build heat from the path the KV came by - loaded or computed)
-        if self.ctx.selection and n_cand and self.slots.n_slots and (
-                decode or not self.ctx.exact_prefill):
+        n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
+        if self.ctx.selection and n_cand and self.slots.n_slots and not self.ctx.exact_prefill:
             self._select(q, n_cand, scaling)
-        self.after_prefill = not decode
-        if q.shape[2] == 1:  # decode: the common step, no staging copy of the hot buffer
-            out = decode_attention(q, self.k, self.v, self.bias, k_new[0], v_new[0], scaling)
-        elif self.ctx.exact_prefill:  # a prefill chunk attends to every previous token
+        self.after_prefill = True
+        if self.ctx.exact_prefill:  # a prefill chunk attends to every previous token
             out = streamed_exact_attention(self, q, k_new[0], v_new[0], scaling)
         else:
             out = chunk_attention(q, self.k, self.v, self.bias, k_new[0], v_new[0], scaling,
                                   self.ctx.pool, self.g.bytes_per_token_layer)
         self.commit(k_new[0], v_new[0])
         return out
+
+    def _decode(self, q: torch.Tensor, kn: torch.Tensor, vn: torch.Tensor,
+                scaling: float) -> torch.Tensor:
+        """One decoded token: it joins the ring first, then the blocks are selected among every
+        block older than the (possibly advanced) ring, then one fused attention call reads the
+        hot buffer in place (its bias masks the empty columns): no copy of the KV per step."""
+        if self.after_prefill:
+            self._reset_selection()
+            self.after_prefill = False
+        self.commit(kn, vn)
+        n_cand = self.recent_start // self.g.block_tokens
+        due = self.decode_steps % self.ctx.reselect_every == 0
+        self.decode_steps += 1
+        if due and self.ctx.selection and n_cand and self.slots.n_slots:
+            self._select(q, n_cand, scaling)
+        return decode_attention(q, self.k, self.v, self.bias, scaling)
 
     def _reset_selection(self) -> None:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no
@@ -96,6 +109,7 @@ class LayerStore:
         self.heat = LayerHeat()
         self.prefetched.clear()
         self.last_pattern = None
+        self.decode_steps = 0
 
     def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
         ctx = self.ctx
@@ -103,10 +117,11 @@ class LayerStore:
         if q.shape[2] == 1 and self.prompt_mass is not None:  # decode: + the prompt's picks
             m = min(n, self.prompt_mass.numel())
             rel[:m] = torch.maximum(rel[:m], self.prompt_mass[:m])
-        s = self.summaries
+        s, warm = self.summaries, ctx.warm
         plan = ctx.scheduler.place(
             self.heat, rel, set(self.slots.slot_of), self.slots.n_slots, self.g.top_k,
-            ctx.pool.pressure, s.in_warm[:n], s.kmean[:n].flatten(1))
+            ctx.pool.pressure, s.in_warm[:n], s.kmean[:n].flatten(1),
+            demotions=warm.usage_bytes > ctx.scheduler.cfg.warm_watermark * warm.capacity_bytes)
         self.last_pattern = plan.pattern
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
         ctx.scheduler.record_access(self.heat, list(self.slots.slot_of))

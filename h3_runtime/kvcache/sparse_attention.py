@@ -15,23 +15,15 @@ NEG_INF = float("-inf")
 
 
 def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
-                     bias: torch.Tensor, kn: torch.Tensor, vn: torch.Tensor,
-                     scaling: float) -> torch.Tensor:
-    """One new token over [hot buffer | itself] without concatenating the buffer: the buffer is
-    read in place (its bias masks empty columns) and the token's own key is a separate score
-    column, so decode moves no KV bytes. q: (1, Hq, 1, D); k_buf, v_buf: (H_kv, N, D); bias: (N,);
-    kn, vn: (H_kv, 1, D). Returns (1, 1, Hq, D); same as `chunk_attention` with C = 1 up to
-    float rounding."""
-    H, N, D = k_buf.shape
-    Hq = q.shape[1]
-    dev = k_buf.device
-    qg = q[0].reshape(H, Hq // H, D)  # (H_kv, g, D): query heads grouped by their KV head
-    kn, vn = kn.to(dev), vn.to(dev)
-    s_buf = torch.baddbmm(bias.to(q.dtype), qg, k_buf.transpose(1, 2), alpha=scaling)
-    s_new = torch.bmm(qg, kn.transpose(1, 2)) * scaling  # (H_kv, g, 1)
-    p = torch.softmax(torch.cat([s_buf, s_new], -1).float(), -1).to(q.dtype)  # (H_kv, g, N+1)
-    out = torch.baddbmm(p[..., N:] * vn, p[..., :N], v_buf)  # (H_kv, g, D)
-    return out.reshape(1, 1, Hq, D)
+                     bias: torch.Tensor, scaling: float) -> torch.Tensor:
+    """One new token over the hot buffer, which already holds the token itself (the layer
+    commits it to the ring first): one fused sdpa call reads the buffer in place, its bias
+    masking empty columns, so decode moves no KV bytes. q: (1, Hq, 1, D); k_buf, v_buf:
+    (H_kv, N, D); bias: (N,). Returns (1, 1, Hq, D)."""
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q, k_buf[None], v_buf[None], attn_mask=bias.to(q.dtype)[None, None, None, :],
+        scale=scaling, enable_gqa=True)  # (1, Hq, 1, D)
+    return out.transpose(1, 2)
 
 
 def chunk_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,

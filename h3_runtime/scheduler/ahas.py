@@ -78,11 +78,14 @@ class AhasScheduler:
 
     def place(self, state: LayerHeat, relevance: torch.Tensor, resident: set[int], n_slots: int,
               top_k: int, pressure: float, in_warm: torch.Tensor | None = None,
-              summaries: torch.Tensor | None = None) -> Placement:
+              summaries: torch.Tensor | None = None, demotions: bool = True) -> Placement:
         """Decides this step's placement for one layer (pure decision: moves nothing).
 
         relevance: (n,) >= 0 for the n candidate blocks; in_warm: (n,) bool, blocks in warm;
-        summaries: (n, F) block vectors for the jumping-pattern prefetch."""
+        summaries: (n, F) block vectors for the jumping-pattern prefetch; demotions: whether
+        the caller acts on warm -> cold demotions this step (it does only while warm is above
+        its watermark), so they are not computed for nothing. This runs once per layer per
+        decoded token: work whose result cannot change the step is skipped."""
         n = relevance.numel()
         heat = self.compute_heat(state, relevance)
         thr = self.hot_threshold(pressure)
@@ -90,30 +93,40 @@ class AhasScheduler:
             return Placement([], sorted(resident), [], [], None, thr)
         k = min(top_k, n_slots, n)
         must = torch.topk(relevance, k).indices.tolist()
-        by_heat = torch.argsort(heat, descending=True).tolist()
         chosen: list[int] = list(must)
         seen = set(must)
-        floors = (thr,) if pressure > self.cfg.pressure_watermark else (thr, self.cfg.hbf_threshold)
-        for floor in floors:
-            for b in by_heat:
-                if len(chosen) >= n_slots or heat[b] < floor:
-                    break
-                if b not in seen:
-                    chosen.append(b)
-                    seen.add(b)
+        if len(chosen) < n_slots:  # slots left after the top-k: the hottest blocks fill them
+            by_heat = torch.argsort(heat, descending=True).tolist()
+            floors = (thr,) if pressure > self.cfg.pressure_watermark else (thr, self.cfg.hbf_threshold)
+            for floor in floors:
+                for b in by_heat:
+                    if len(chosen) >= n_slots or heat[b] < floor:
+                        break
+                    if b not in seen:
+                        chosen.append(b)
+                        seen.add(b)
         evict = sorted(resident - seen)
-        cold_mask = heat < self.cfg.cold_threshold  # (n,)
-        if in_warm is not None:
-            cold_mask &= in_warm[:n]
-        cold_mask[torch.tensor(chosen, dtype=torch.long)] = False
-        demote = torch.nonzero(cold_mask).flatten().tolist()
+        demote: list[int] = []
+        if demotions:
+            cold_mask = heat < self.cfg.cold_threshold  # (n,)
+            if in_warm is not None:
+                cold_mask &= in_warm[:n]
+            cold_mask[torch.tensor(chosen, dtype=torch.long)] = False
+            demote = torch.nonzero(cold_mask).flatten().tolist()
         top = must[0]
         pattern = detect_pattern(state.last_top, top, self.hbf.prefetch_window)
-        feats = summaries if summaries is not None else torch.zeros(n, 1)
-        prefetch = [b for b in prefetch_candidates(pattern, top, n, self.hbf.prefetch_window,
-                                                   feats, self.hbf.prefetch_similarity)
-                    if b not in seen]
-        demote = [b for b in demote if b not in set(prefetch)]
+        # a prefetch either fills a free hot slot or brings a block from cold to warm: with every
+        # slot taken and every block in warm it would move nothing
+        useful = len(chosen) < n_slots or in_warm is None or not bool(in_warm[:n].all())
+        prefetch: list[int] = []
+        if useful:
+            feats = summaries if summaries is not None else torch.zeros(n, 1)
+            prefetch = [b for b in prefetch_candidates(pattern, top, n, self.hbf.prefetch_window,
+                                                       feats, self.hbf.prefetch_similarity)
+                        if b not in seen]
+        if demote and prefetch:
+            fetching = set(prefetch)
+            demote = [b for b in demote if b not in fetching]
         return Placement(chosen, evict, demote, prefetch, pattern, thr)
 
     def record_access(self, state: LayerHeat, accessed: list[int]) -> None:

@@ -1,0 +1,87 @@
+"""Decode's block selection: the prompt's attention picks a block and its successor, the
+scheduler skips work that cannot change a step, and decode re-selects every N tokens."""
+
+from __future__ import annotations
+
+import torch
+
+from h3_runtime.config import HbfConfig, SchedulerConfig
+from h3_runtime.engine import H3Engine
+from h3_runtime.kvcache import layer_store
+from h3_runtime.kvcache.exact_prefill import _BlockMass
+from h3_runtime.scheduler.ahas import AhasScheduler, LayerHeat
+from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
+
+
+def test_the_block_after_the_one_the_question_reads_ranks_with_it():
+    # one KV head, one query head, 4-dim keys, 2-token blocks; block 1 holds what the probe
+    # queries match (a needle's key), block 2 what follows it (the value the answer copies)
+    T, D = 2, 4
+    q = torch.zeros(1, 1, 4, D)
+    q[..., 0] = 4.0  # every query looks along dimension 0
+    keys = torch.zeros(1, 4 * T, D)
+    keys[0, 2:4, 0] = 3.0  # block 1: strongly matched
+    keys[0, 4:6, 1] = 3.0  # block 2: orthogonal to the queries (its own bound ranks it low)
+    probe = _BlockMass(q, n_kv_heads=1, scaling=1.0, block_tokens=T)
+    probe.add(keys, [0, 1, 2, 3])
+    scores = torch.einsum("d,hnd->hn", q[0, 0, 0], keys)  # (1, 8): the same for every query
+    row_lse = scores.logsumexp(-1, keepdim=True).expand(1, 4)  # (H_kv, g*C)
+    mass = probe.mass(row_lse, 4)
+    own_share = torch.exp(scores[0, 4:6].logsumexp(0) - scores[0].logsumexp(0))
+    assert mass[1] > 0.9  # the matched block takes almost all the attention
+    assert mass[2] == mass[1] > own_share  # its successor ranks with it
+    assert mass[3] < mass[2]  # and only the successor
+
+
+def _scheduler() -> AhasScheduler:
+    return AhasScheduler(SchedulerConfig(), HbfConfig(prefetch_window=2))
+
+
+def test_place_computes_demotions_only_when_they_will_be_carried_out():
+    rel = torch.tensor([1.0, 0.4, 0.01, 0.02])
+    in_warm = torch.ones(4, dtype=torch.bool)
+    s = _scheduler()
+    asked = s.place(LayerHeat(), rel.clone(), set(), 1, 1, 0.0, in_warm)
+    skipped = s.place(LayerHeat(), rel.clone(), set(), 1, 1, 0.0, in_warm, demotions=False)
+    assert asked.demote_cold == [2, 3] and skipped.demote_cold == []
+    assert asked.hot == skipped.hot == [0]
+
+
+def test_place_skips_a_prefetch_that_would_move_nothing():
+    s = _scheduler()
+
+    def sequential_step(in_warm: torch.Tensor) -> list[int]:
+        state = LayerHeat()
+        s.place(state, torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0, 0.0]), set(), 1, 1, 0.0, in_warm)
+        s.finish_step(state, 2)
+        return s.place(state, torch.tensor([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]), {2}, 1, 1, 0.0,
+                       in_warm).prefetch
+
+    all_warm = torch.ones(6, dtype=torch.bool)
+    some_cold = all_warm.clone()
+    some_cold[4] = False
+    assert sequential_step(all_warm) == []  # the one slot is taken and every block is in warm
+    assert sequential_step(some_cold) == [4, 5]  # block 4 can come from cold to warm
+
+
+def test_decode_reselects_every_n_tokens(cold_dir, monkeypatch):
+    model = tiny_llama(layers=2)
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(3))
+    calls: list[int] = []
+    select = layer_store.LayerStore._select
+
+    def counting(self, q, n, scaling):
+        if q.shape[2] == 1:
+            calls.append(self.layer)
+        return select(self, q, n, scaling)
+
+    monkeypatch.setattr(layer_store.LayerStore, "_select", counting)
+    for every, expected in ((1, 9), (3, 3)):
+        calls.clear()
+        engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                          cold_storage_path=cold_dir,
+                          config={"runtime": {"block_tokens": 16, "decode_reselect_every": every}})
+        out = engine.generate(ids, max_new_tokens=10, return_ids=True)
+        assert len(out) == 10 and engine.stats()["mode"] == "sparse"
+        # 9 decode forwards (the first token comes from the prefill's logits), per layer
+        assert calls.count(0) == calls.count(1) == expected
