@@ -186,7 +186,10 @@ def niah(tok, length: int, task: str, seed: int) -> Sample:
     room = length - len(b.enc("<|im_start|>user\n" + head)) - len(
         b.enc(tail + "<|im_end|>\n<|im_start|>assistant\n" + answer))
     if task == "niah_multikey_2":  # the haystack is made of other needles (keys are words)
-        hay = [b.enc(NEEDLE.format(key=f"{_key(rng, keys)}-{i}", value=_value(rng, vals)))
+        # the numeric suffix keeps every key distinct from the query and from each other (an 8K
+        # haystack needs more needles than there are adjective-noun pairs)
+        hay = [b.enc(NEEDLE.format(key=f"{rng.choice(ADJ)}-{rng.choice(NOUN)}-{i}",
+                                   value=_value(rng, vals)))
                for i in range(room // 12 + 2)]
     else:
         hay = _haystack(b, "noise" if task == "niah_single_1" else "prose", rng, room)

@@ -23,6 +23,14 @@ def test_prompts_fit_the_length_and_hold_the_answers(tok, task):
     assert make_sample(tok, task, 2048, seed=0).ids == s.ids  # deterministic
 
 
+def test_every_task_builds_at_8k(tok):
+    # the needle haystack of niah_multikey_2 needs more keys at 8K than there are adjective-noun
+    # pairs: drawing unique ones never ended
+    for task in TASKS:
+        s = make_sample(tok, task, 8192, seed=2)
+        assert 0.85 * 8192 <= len(s.ids) <= 8192
+
+
 def test_passkey_haystack_is_varied_prose(tok):
     s = passkey(tok, 2048, 0.5, seed=0)
     text = tok.decode(s.ids)
