@@ -90,7 +90,8 @@ def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: 
                 stats = pstats.Stats(prof).stats  # {(file, line, func): (cc, nc, tt, ct, callers)}
                 row["profiled_prefill_s"] = round(engine.stats()["prefill_s"], 2)
                 row["time_s_by_part_profiled"] = {
-                    label: round(sum(v[3] for k, v in stats.items() if k[2] == func
+                    label: round(sum(v[3] for k, v in stats.items()
+                                     if (k[2] == func or k[2].endswith(f".{func}>"))  # built-ins
                                      and (func != "store" or "cold" in k[0])), 2)
                     for func, label in PARTS.items()}
     row["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
