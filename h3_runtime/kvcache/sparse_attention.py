@@ -1,8 +1,9 @@
 """The two attention kernels of a sparse layer over its hot buffer [sinks | slots | ring]
 (prefill_attention="exact" chunks go through exact_prefill.py instead).
 
-Both see the buffer's live columns only, through its additive bias (0 live, -inf empty), plus
-the new tokens; keys carry their RoPE already, so the buffer's column order does not matter.
+Both see the buffer's live columns only, through its additive bias (0 live, -inf empty); a
+decoded token is already in the ring, a sparse prefill chunk's tokens are attended beside the
+buffer (causal). Keys carry their RoPE already, so the buffer's column order does not matter.
 """
 
 from __future__ import annotations
