@@ -37,6 +37,12 @@ class TierContext:
     exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
     reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
 
+    def warm_over_watermark(self) -> bool:
+        """Whether warm -> cold demotions are carried out now: only once the warm tier is
+        fuller than the scheduler's watermark (with host memory to spare, a disk round trip
+        would only cost time)."""
+        return self.warm.usage_bytes > self.scheduler.cfg.warm_watermark * self.warm.capacity_bytes
+
 
 class BlockMoves:
     """warm <-> cold moves of one layer's complete blocks."""
@@ -111,8 +117,9 @@ class BlockMoves:
 def apply_placement(plan: Placement, slots: HotSlots, moves: BlockMoves, prefetched: set[int],
                     sink_tokens: int) -> None:
     """Carries out one step's placement: evictions from hot, blocks made hot (from warm or
-    cold), prefetches, and warm -> cold demotions once warm is above its watermark."""
-    ctx, stats = moves.ctx, moves.ctx.stats
+    cold), prefetches, and the plan's warm -> cold demotions (planned only while warm is above
+    its watermark: `TierContext.warm_over_watermark`; the moves above only add to warm)."""
+    stats = moves.ctx.stats
     for b in plan.evict:
         slots.drop(b)
         stats.migrations["hot->warm"] += 1  # its bytes are already in warm/cold: nothing to copy
@@ -134,7 +141,5 @@ def apply_placement(plan: Placement, slots: HotSlots, moves: BlockMoves, prefetc
         block = moves.fetch(b, to="hot" if slots.free_slots else "warm", count_hit=False)
         if block is not None and slots.free_slots:
             slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
-    warm = ctx.warm
-    if warm.usage_bytes > ctx.scheduler.cfg.warm_watermark * warm.capacity_bytes:
-        for b in plan.demote_cold:
-            moves.demote(b)
+    for b in plan.demote_cold:
+        moves.demote(b)

@@ -117,11 +117,11 @@ class LayerStore:
         if q.shape[2] == 1 and self.prompt_mass is not None:  # decode: + the prompt's picks
             m = min(n, self.prompt_mass.numel())
             rel[:m] = torch.maximum(rel[:m], self.prompt_mass[:m])
-        s, warm = self.summaries, ctx.warm
+        s = self.summaries
         plan = ctx.scheduler.place(
             self.heat, rel, set(self.slots.slot_of), self.slots.n_slots, self.g.top_k,
             ctx.pool.pressure, s.in_warm[:n], s.kmean[:n].flatten(1),
-            demotions=warm.usage_bytes > ctx.scheduler.cfg.warm_watermark * warm.capacity_bytes)
+            demotions=ctx.warm_over_watermark())
         self.last_pattern = plan.pattern
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
         ctx.scheduler.record_access(self.heat, list(self.slots.slot_of))

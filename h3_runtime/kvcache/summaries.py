@@ -1,8 +1,9 @@
 """Per-block key summaries of one layer, kept in warm (host memory), and the relevance they bound.
 
 Each complete block gets the box of its keys (center, radius: (max +- min) / 2 per head and
-dimension; stored (H_kv, D, blocks), the layout the per-token bound multiplies) and their mean; `relevance` turns the box into a Quest-style upper bound of q.k per
-block, which is how the layer picks blocks without reading them.
+dimension; stored (H_kv, D, blocks), the layout the per-token bound multiplies) and their mean;
+`relevance` turns the box into a Quest-style upper bound of q.k per block, which is how the
+layer picks blocks without reading them.
 """
 
 from __future__ import annotations
