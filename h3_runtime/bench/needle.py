@@ -166,13 +166,18 @@ def _mean_or_none(values: list[float | None]) -> float | None:
     return round(statistics.mean(measured), 3) if measured else None
 
 
-def run_scale(out_dir: Path, quick: bool) -> dict:
+def tiny_mechanics_model():
+    """A random 2-layer Llama (2 KV heads, head_dim 16) for 64K-token mechanics: no quality claim."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                       num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=70_000)
-    model = LlamaForCausalLM(cfg).eval()
+    return LlamaForCausalLM(cfg).eval()
+
+
+def run_scale(out_dir: Path, quick: bool) -> dict:
+    model = tiny_mechanics_model()
     lengths = [4096, 16384] if quick else [8192, 32768, 65536]
     rows = []
     for n in lengths:

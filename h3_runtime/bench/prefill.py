@@ -33,26 +33,18 @@ PARTS = {"streamed_exact_attention": "exact attention over earlier blocks (strea
          "fetch": "block fetches from warm / cold", "store": "cold writes"}
 
 
-def _tiny_model():
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=70_000)
-    return LlamaForCausalLM(cfg).eval()
-
-
 def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: str,
              queue) -> None:
     torch.set_num_threads(torch.get_num_threads())
     from transformers import DynamicCache
 
+    from h3_runtime.bench.needle import tiny_mechanics_model
     from h3_runtime.engine import H3Engine
     from h3_runtime.evals.ruler_tasks import passkey
 
     tiny = name.startswith("tiny")
     if tiny:
-        base = H3Engine(model=_tiny_model(), hbm_size_gb=1.0,
+        base = H3Engine(model=tiny_mechanics_model(), hbm_size_gb=1.0,
                         cold_storage_path=Path(out_dir) / "prefill-kv")
         ids = torch.randint(0, 256, (n,), generator=torch.Generator().manual_seed(n)).tolist()
     else:
