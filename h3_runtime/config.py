@@ -47,7 +47,7 @@ class RuntimeConfig:
     # LRU) evicts to stay under this
     cold_storage_max_gb: float = 20.0
     # tokens per KV block (one layer), at most: a budget holding fewer than 32 block slots per
-    # layer halves it down to 16 (kvcache/geometry.py)
+    # layer halves it down to 8 (kvcache/geometry.py)
     block_tokens: int = 64
     sink_tokens: int = 4  # attention sinks always kept hot
     recent_tokens: int = 256  # recent window always kept hot

@@ -23,13 +23,13 @@ def scheduler_state(engine: H3Engine) -> dict:
                 layers.append({"layer": i, "mode": "exact", "tokens": layer.get_seq_length()})
                 continue
             n = store.n_blocks
-            hot = sorted(store.slots.slot_of)
+            hot = sorted({b for head in store.slots for b in head.slot_of})  # any head's
             warm = int(store.in_warm[:n].sum())
             cold = n - warm
             totals["hot"] += len(hot)
             totals["warm"] += warm
             totals["cold"] += cold
-            heat = store.heat.heat[:n]
+            heat = store.heat.heat[:, :n].amax(0)  # (n,) a block's hottest head
             top = heat.argsort(descending=True)[:5].tolist() if n else []
             layers.append({
                 "layer": i, "mode": "sparse", "tokens": store.n, "blocks": n,

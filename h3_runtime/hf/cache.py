@@ -17,6 +17,7 @@ from transformers.cache_utils import CacheLayerMixin
 
 from h3_runtime.kvcache.block import BlockKeys
 from h3_runtime.kvcache.block_moves import TierContext
+from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.layer_store import LayerStore
@@ -104,10 +105,15 @@ class H3Cache(Cache):
         if self.exact_fits(q_len):
             return [q_len]
         C = self.geometry.chunk_tokens
-        tail = min(self.geometry.block_tokens, C, q_len)
+        tail = min(max(self.geometry.block_tokens, PROBE_QUERIES), C, q_len)
         # the last few tokens get their own call: the blocks they select (from the summaries)
-        # are the ones the next token needs, undiluted by the rest of a big chunk's queries
+        # are the ones the next token needs, undiluted by the rest of a big chunk's queries; in
+        # an exact prefill their queries are the observation window (exact_prefill._BlockMass)
         head = q_len - tail
+        if 0 < head < tail and q_len <= C:  # one call (a 1-token head would pass for a decode)
+            return [q_len]
+        if head == 1:
+            head, tail = 2, tail - 1
         return [min(C, head - s) for s in range(0, head, C)] + [tail]
 
     def note_tokens(self, input_ids: torch.Tensor | None) -> None:

@@ -114,32 +114,49 @@ class BlockMoves:
             self.ctx.warm.drop(BlockId(self.layer, b))
 
 
-def apply_placement(plan: Placement, slots: HotSlots, moves: BlockMoves, prefetched: set[int],
-                    sink_tokens: int) -> None:
-    """Carries out one step's placement: evictions from hot, blocks made hot (from warm or
-    cold), prefetches, and the plan's warm -> cold demotions (planned only while warm is above
-    its watermark: `TierContext.warm_over_watermark`; the moves above only add to warm)."""
+def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
+                    prefetched: set[int], sink_tokens: int) -> None:
+    """Carries out one step's placement over a layer's per-KV-head slots: evictions from hot,
+    blocks made hot (each read from warm or cold once, whatever the heads wanting it; each head
+    copies its own slice), prefetches, and the plan's warm -> cold demotions (planned only while
+    warm is above its watermark: `TierContext.warm_over_watermark`; the moves before them only
+    add to warm)."""
     stats = moves.ctx.stats
-    for b in plan.evict:
-        slots.drop(b)
-        stats.migrations["hot->warm"] += 1  # its bytes are already in warm/cold: nothing to copy
-    for b in plan.hot:
-        if slots.lookup(b):
-            stats.hits["hot"] += 1
-            continue
-        if b in prefetched:
-            stats.prefetch_hits += 1
-            prefetched.discard(b)
-        block = moves.fetch(b, to="hot")
-        if block is not None:
-            slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
+    read: dict[int, KVBlock | None] = {}  # this step's blocks in host memory, by index
+
+    def host_copy(b: int, count_hit: bool = True) -> KVBlock | None:
+        if b not in read:  # from warm (a hit) or cold (verified, re-cached in warm)
+            read[b] = moves.fetch(b, to="warm", count_hit=count_hit)
+        return read[b]
+
+    def make_hot(head_slots: HotSlots, b: int, block: KVBlock) -> None:
+        head_slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
+        stats.move("warm->hot", head_slots.block_bytes)
+
+    for head_slots, evict in zip(slots, plan.evict, strict=True):
+        for b in evict:
+            head_slots.drop(b)
+            stats.migrations["hot->warm"] += 1  # its bytes are still in warm/cold: no copy
+    for head_slots, hot in zip(slots, plan.hot, strict=True):
+        for b in hot:
+            if head_slots.lookup(b):
+                stats.hits["hot"] += 1
+                continue
+            if b in prefetched:
+                stats.prefetch_hits += 1
+                prefetched.discard(b)
+            block = host_copy(b)
+            if block is not None:
+                make_hot(head_slots, b, block)
     for b in plan.prefetch:
-        if slots.lookup(b) or (moves.summaries.in_warm[b] and not slots.free_slots):
-            continue
+        room = [h for h in slots if h.free_slots and not h.lookup(b)]
+        if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):
+            continue  # no free slot and already in host memory: nothing to bring closer
         stats.prefetches += 1
         prefetched.add(b)
-        block = moves.fetch(b, to="hot" if slots.free_slots else "warm", count_hit=False)
-        if block is not None and slots.free_slots:
-            slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
+        block = host_copy(b, count_hit=False)
+        if block is not None:
+            for head_slots in room:
+                make_hot(head_slots, b, block)
     for b in plan.demote_cold:
         moves.demote(b)

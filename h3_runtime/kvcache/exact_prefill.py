@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from h3_runtime.kvcache.layer_store import LayerStore
 
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
-MAX_GROUP_BLOCKS = 64  # bounds the (Hq, C, G*T) score temporaries, whatever the free budget
+MAX_GROUP_TOKENS = 1024  # bounds the (Hq, C, G*T) score temporaries, whatever the free budget
 
 
 class _OnlineSoftmax:
@@ -113,7 +113,10 @@ class _FusedPieces:
         return out.transpose(0, 1)[None].to(dtype)
 
 
-PROBE_QUERIES = 16  # the chunk's last queries whose exact attention per block guides decode
+PROBE_QUERIES = 32  # the chunk's last queries whose exact attention per block guides decode
+# what the question points at (a key, a name) is followed by what the answer copies (the
+# value): a block passes its share to the blocks holding the next ANSWER_SPAN_TOKENS tokens
+ANSWER_SPAN_TOKENS = 16
 
 
 class _BlockMass:
@@ -137,22 +140,25 @@ class _BlockMass:
         self.blocks.extend(block_ids)
 
     def mass(self, row_lse: torch.Tensor, n_blocks: int) -> torch.Tensor:
-        """(n_blocks,) on the host: max over the probe rows of the block's share of attention;
-        row_lse: (H_kv, g*C) the full softmax denominators (rows: head in group, then query)."""
-        out = torch.zeros(n_blocks)
+        """(H_kv, n_blocks) on the host: per KV head, the max over its probe rows (query heads
+        and queries) of the block's share of attention; row_lse: (H_kv, g*C) the full softmax
+        denominators (rows: head in group, then query)."""
+        out = torch.zeros(row_lse.shape[0], n_blocks)
         if not self.blocks:
             return out
         rows = torch.cat([torch.arange(j * self.C + self.C - self.W, (j + 1) * self.C)
                           for j in range(self.g)]).to(row_lse.device)
         total = row_lse[:, rows].float()  # (H_kv, g*W)
         lse = torch.cat(self.lse, -1)  # (H_kv, g*W, n)
-        share = torch.exp(lse - total[..., None]).amax(dim=(0, 1)).cpu()  # (n,)
-        out[torch.tensor(self.blocks)] = share
-        # a block's successor ranks with it: what the question points at (a key, a name) is
-        # followed by what the answer copies (the value), and with 16-token blocks the two often
-        # straddle a boundary (RULER niah in prose: the block with the key and the first 4 of 7
-        # digits selected, the last 3 digits in the next block, never picked on their own bound)
-        out[1:] = torch.maximum(out[1:], out[:-1].clone())
+        share = torch.exp(lse - total[..., None]).amax(dim=1).cpu()  # (H_kv, n)
+        out[:, torch.tensor(self.blocks)] = share
+        # the blocks after one the question reads rank with it: a key and the value the answer
+        # copies often straddle a block boundary (RULER niah in prose: the block with the key and
+        # the first 4 of 7 digits selected, the last 3 digits in the next block, never picked on
+        # their own bound)
+        own = out.clone()
+        for shift in range(1, max(1, -(-ANSWER_SPAN_TOKENS // self.T)) + 1):
+            out[:, shift:] = torch.maximum(out[:, shift:], own[:, :-shift])
         return out
 
 
@@ -174,7 +180,7 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
         free_blocks = (pool.budget_bytes - pool.used_bytes) // (T * bpt)
         if free_blocks < 1:
             raise MemoryError("hot tier: no room to stage one block for exact prefill")
-        group = list(range(b, min(n_old, b + min(free_blocks, MAX_GROUP_BLOCKS))))
+        group = list(range(b, min(n_old, b + min(free_blocks, max(1, MAX_GROUP_TOKENS // T)))))
         staged = len(group) * T * bpt
         pool.reserve(staged, "prefill staging")
         try:
@@ -194,7 +200,7 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
     r0, cap = store.ring0, store.cap
     if store.n > store.recent_start:
         acc.add(store.k[:, r0 : r0 + cap], store.v[:, r0 : r0 + cap],
-                store.bias[r0 : r0 + cap].to(dev))
+                store.bias[0, r0 : r0 + cap].to(dev))  # the ring's columns: the same in every head
     # 3. the chunk's own tokens, causal (hot already: the transient chunk)
     if fused:
         acc.add_causal(kn.to(dev), vn.to(dev))

@@ -2,7 +2,10 @@
 
 Hot, on the model's device, one buffer per layer reserved once from the HotPool:
     K, V: (H_kv, S + n_slots * T + R', D)  = [sinks | block slots | recent ring]
-    bias: (same length,) 0 where a column holds a live token, -inf elsewhere
+    bias: (H_kv, same length) 0 where a column holds a live token, -inf elsewhere
+Each KV head's block slots hold the blocks that head chose (Quest-style per-head selection:
+heads read different places, and one retrieval head's needle need not displace the blocks the
+other heads attend to); the sinks and the ring are the same in every head.
 Warm: every complete block (T tokens) plus per-block summaries (summaries.py).
 Cold: blocks demoted by the scheduler, as checksummed files (block_moves.py moves them).
 
@@ -36,21 +39,22 @@ class LayerStore:
         ctx.pool.reserve(self.buffer_bytes, "layer buffers")
         self.k = torch.zeros(H, N, D, dtype=dtype, device=device)  # (H_kv, N, D)
         self.v = torch.zeros(H, N, D, dtype=dtype, device=device)  # (H_kv, N, D)
-        self.bias = torch.full((N,), NEG_INF, dtype=torch.float32, device=device)  # (N,)
+        self.bias = torch.full((H, N), NEG_INF, dtype=torch.float32, device=device)  # (H_kv, N)
         s1 = S + geom.n_slots * T
-        self.slots = HotSlots(self.k[:, S:s1], self.v[:, S:s1], self.bias[S:s1], T, ctx.pool)
+        self.slots = [HotSlots(self.k[h : h + 1, S:s1], self.v[h : h + 1, S:s1],
+                               self.bias[h, S:s1], T, ctx.pool, head=h) for h in range(H)]
         self.ring0, self.cap = s1, geom.recent_capacity
         self.n = 0  # tokens seen
         self.recent_start = 0  # first position held by the ring (a multiple of T)
         self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
         self.summaries = BlockSummaries(H, D)  # per-block key boxes, in warm (host memory)
         self.moves = BlockMoves(layer, ctx, self.summaries)
-        self.heat = LayerHeat()
+        self.heat = LayerHeat(H)
         self.prefetched: set[int] = set()
         self.last_pattern: str | None = None
         self.after_prefill = False  # the last call was a prefill chunk (C > 1)
         self.decode_steps = 0  # tokens decoded since the last prefill
-        self.prompt_mass: torch.Tensor | None = None  # (blocks,) set by the exact prefill
+        self.prompt_mass: torch.Tensor | None = None  # (H_kv, blocks) set by the exact prefill
 
     @property
     def n_blocks(self) -> int:
@@ -73,7 +77,7 @@ class LayerStore:
         # exact prefill chunks attend to every block: no selection (it would only move blocks
         # and build heat from the path the KV came by - loaded or computed)
         n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
-        if self.ctx.selection and n_cand and self.slots.n_slots and not self.ctx.exact_prefill:
+        if self.ctx.selection and n_cand and self.g.n_slots and not self.ctx.exact_prefill:
             self._select(q, n_cand, scaling)
         self.after_prefill = True
         if self.ctx.exact_prefill:  # a prefill chunk attends to every previous token
@@ -96,7 +100,7 @@ class LayerStore:
         n_cand = self.recent_start // self.g.block_tokens
         due = self.decode_steps % self.ctx.reselect_every == 0
         self.decode_steps += 1
-        if due and self.ctx.selection and n_cand and self.slots.n_slots:
+        if due and self.ctx.selection and n_cand and self.g.n_slots:
             self._select(q, n_cand, scaling)
         return decode_attention(q, self.k, self.v, self.bias, scaling)
 
@@ -104,28 +108,29 @@ class LayerStore:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no
         selected blocks): what decode selects then depends only on the KV and the prompt, so a
         document loaded from cold and one recomputed give the same tokens under one budget."""
-        for b in list(self.slots.slot_of):
-            self.slots.drop(b)
-        self.heat = LayerHeat()
+        for head_slots in self.slots:
+            for b in list(head_slots.slot_of):
+                head_slots.drop(b)
+        self.heat = LayerHeat(len(self.slots))
         self.prefetched.clear()
         self.last_pattern = None
         self.decode_steps = 0
 
     def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
         ctx = self.ctx
-        rel = self.summaries.relevance(q, n, scaling)
+        rel = self.summaries.relevance(q, n, scaling)  # (H_kv, n)
         if q.shape[2] == 1 and self.prompt_mass is not None:  # decode: + the prompt's picks
-            m = min(n, self.prompt_mass.numel())
-            rel[:m] = torch.maximum(rel[:m], self.prompt_mass[:m])
+            m = min(n, self.prompt_mass.shape[1])
+            rel[:, :m] = torch.maximum(rel[:, :m], self.prompt_mass[:, :m])
         s = self.summaries
         plan = ctx.scheduler.place(
-            self.heat, rel, set(self.slots.slot_of), self.slots.n_slots, self.g.top_k,
+            self.heat, rel, [set(h.slot_of) for h in self.slots], self.g.n_slots, self.g.top_k,
             ctx.pool.pressure, s.in_warm[:n], s.kmean[:n].flatten(1),
             demotions=ctx.warm_over_watermark())
         self.last_pattern = plan.pattern
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
-        ctx.scheduler.record_access(self.heat, list(self.slots.slot_of))
-        ctx.scheduler.finish_step(self.heat, plan.hot[0] if plan.hot else None)
+        ctx.scheduler.record_access(self.heat, [list(h.slot_of) for h in self.slots])
+        ctx.scheduler.finish_step(self.heat, plan.top)
 
     # ---- appending tokens -----------------------------------------------------------------
     def commit(self, kn: torch.Tensor, vn: torch.Tensor) -> None:
@@ -154,12 +159,12 @@ class LayerStore:
             idx = torch.arange(first, n1, device=dev) % cap + r0
             self.k.index_copy_(1, idx, kn[:, first - n0 :].to(dev))
             self.v.index_copy_(1, idx, vn[:, first - n0 :].to(dev))
-        ring_bias = self.bias[r0 : r0 + cap]
+        ring_bias = self.bias[:, r0 : r0 + cap]  # the same columns live in every head
         ring_bias.fill_(NEG_INF)
-        ring_bias[torch.arange(start, n1, device=dev) % cap] = 0.0
+        ring_bias[:, torch.arange(start, n1, device=dev) % cap] = 0.0
         sinks_live = min(S, n1) if start > 0 else 0  # before that, the ring holds the sinks
-        self.bias[:S] = NEG_INF
-        self.bias[:sinks_live] = 0.0
+        self.bias[:, :S] = NEG_INF
+        self.bias[:, :sinks_live] = 0.0
         live = sinks_live + (n1 - start)
         delta = (live - self.live_tokens) * self.g.bytes_per_token_layer
         if delta >= 0:
@@ -188,7 +193,7 @@ class LayerStore:
         """Frees the hot buffers (accounting) and this layer's warm blocks."""
         self.ctx.pool.release(self.buffer_bytes, "layer buffers")
         self.ctx.pool.vacate(self.live_tokens * self.g.bytes_per_token_layer)
-        self.ctx.pool.vacate(self.slots.usage_bytes)
+        self.ctx.pool.vacate(sum(h.usage_bytes for h in self.slots))
         self.moves.drop_warm()
         self.k = self.v = torch.empty(0)
         self.live_tokens = 0

@@ -1,8 +1,9 @@
 """The two attention kernels of a sparse layer over its hot buffer [sinks | slots | ring]
 (prefill_attention="exact" chunks go through exact_prefill.py instead).
 
-Both see the buffer's live columns only, through its additive bias (0 live, -inf empty); a
-decoded token is already in the ring, a sparse prefill chunk's tokens are attended beside the
+Both see the buffer's live columns only, through its additive bias per KV head (0 live, -inf
+empty: each KV head's block slots hold the blocks that head chose); a decoded token is already
+in the ring, a sparse prefill chunk's tokens are attended beside the
 buffer (causal). Keys carry their RoPE already, so the buffer's column order does not matter.
 """
 
@@ -20,10 +21,10 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
     """One new token over the hot buffer, which already holds the token itself (the layer
     commits it to the ring first): one fused sdpa call reads the buffer in place, its bias
     masking empty columns, so decode moves no KV bytes. q: (1, Hq, 1, D); k_buf, v_buf:
-    (H_kv, N, D); bias: (N,). Returns (1, 1, Hq, D)."""
+    (H_kv, N, D); bias: (H_kv, N). Returns (1, 1, Hq, D)."""
+    mask = _per_query_head(bias, q.shape[1]).to(q.dtype)[None, :, None, :]  # (1, Hq, 1, N)
     out = torch.nn.functional.scaled_dot_product_attention(
-        q, k_buf[None], v_buf[None], attn_mask=bias.to(q.dtype)[None, None, None, :],
-        scale=scaling, enable_gqa=True)  # (1, Hq, 1, D)
+        q, k_buf[None], v_buf[None], attn_mask=mask, scale=scaling, enable_gqa=True)
     return out.transpose(1, 2)
 
 
@@ -32,19 +33,26 @@ def chunk_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
                     pool: HotPool, bytes_per_token_layer: int) -> torch.Tensor:
     """C new tokens (causal among themselves) over [hot buffer | new tokens] in one fused sdpa
     call; the concatenation is a staging copy accounted in the hot pool (the geometry reserves
-    room for it). q: (1, Hq, C, D); kn, vn: (H_kv, C, D). Returns (1, C, Hq, D)."""
+    room for it). q: (1, Hq, C, D); kn, vn: (H_kv, C, D); bias: (H_kv, N).
+    Returns (1, C, Hq, D)."""
     N, C = k_buf.shape[1], q.shape[2]
     staging = (N + C) * bytes_per_token_layer
     pool.reserve(staging, "attention staging")
     try:
         keys = torch.cat([k_buf, kn.to(k_buf.device)], dim=1)[None]  # (1, H_kv, N + C, D)
         values = torch.cat([v_buf, vn.to(v_buf.device)], dim=1)[None]
-        mask = torch.empty(C, N + C, dtype=q.dtype, device=q.device)  # (C, N + C) additive
-        mask[:, :N] = bias
-        mask[:, N:] = torch.full((C, C), NEG_INF, dtype=q.dtype, device=q.device).triu(1)
+        Hq = q.shape[1]
+        mask = torch.empty(Hq, C, N + C, dtype=q.dtype, device=q.device)  # additive
+        mask[:, :, :N] = _per_query_head(bias, Hq)[:, None, :]
+        mask[:, :, N:] = torch.full((C, C), NEG_INF, dtype=q.dtype, device=q.device).triu(1)
         out = torch.nn.functional.scaled_dot_product_attention(
-            q, keys, values, attn_mask=mask[None, None], scale=scaling, enable_gqa=True,
+            q, keys, values, attn_mask=mask[None], scale=scaling, enable_gqa=True,
         )  # (1, Hq, C, D)
     finally:
         pool.release(staging, "attention staging")
     return out.transpose(1, 2)  # (1, C, Hq, D)
+
+
+def _per_query_head(bias: torch.Tensor, n_query_heads: int) -> torch.Tensor:
+    """(H_kv, N) -> (Hq, N): query head h reads KV head h // g (transformers' repeat_kv)."""
+    return bias.repeat_interleave(n_query_heads // bias.shape[0], dim=0)

@@ -57,15 +57,14 @@ class BlockSummaries:
 
     def relevance(self, q: torch.Tensor, n: int, scaling: float) -> torch.Tensor:
         """Quest-style upper bound of q.k per block from the min/max-key box (center, radius)
-        -> softmax over blocks per (head, query) -> max over queries and heads: (n,) on the host.
+        -> softmax over blocks per (query head, query) -> max over the queries and the query
+        heads of each KV head: (H_kv, n) on the host, each KV head ranking blocks for itself.
         The max keeps a block that one query of one head (a retrieval head) needs badly; only the
         chunk's last RELEVANCE_QUERIES queries vote (they are the ones nearest what comes next).
         q: (1, Hq, C, D)."""
         H, D = self.center.shape[0], self.center.shape[1]
-        Hq = q.shape[1]
         qh = q[0, :, -RELEVANCE_QUERIES:].detach().to("cpu", torch.float32)  # (Hq, Q, D)
         qg = qh.reshape(H, -1, D)  # (H_kv, g*Q, D): query heads grouped by their KV head
         center, radius = self.center[:, :, :n], self.radius[:, :, :n]  # (H_kv, D, n)
         ub = torch.bmm(qg, center) + torch.bmm(qg.abs(), radius)  # (H_kv, gQ, n)
-        probs = torch.softmax(ub * scaling, dim=-1)  # (H_kv, gQ, n)
-        return probs.reshape(Hq, -1, n).amax(dim=1).amax(dim=0)  # (n,)
+        return torch.softmax(ub * scaling, dim=-1).amax(dim=1)  # (H_kv, n)

@@ -117,7 +117,9 @@ class WarmTier(Tier):
 
 
 class HotSlots(Tier):
-    """`n_slots` block slots of one layer in hot memory: K and V buffers (H_kv, n_slots * T, D).
+    """`n_slots` block slots of one layer in hot memory: K and V buffers (heads, n_slots * T, D),
+    for every KV head or, with `head`, for that one KV head (a layer then has one HotSlots per
+    head, and each head holds the blocks it chose).
 
     The buffers are reserved from the HotPool once (so the budget can never be exceeded by
     promotions); `bias` (n_slots * T,) is 0 for columns holding a live token, -inf otherwise,
@@ -126,8 +128,9 @@ class HotSlots(Tier):
     medium = "hot"
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, bias: torch.Tensor,
-                 block_tokens: int, pool: HotPool):
+                 block_tokens: int, pool: HotPool, head: int | None = None):
         self.k, self.v, self.bias = keys, values, bias  # views into the layer's hot buffer
+        self.heads = slice(None) if head is None else slice(head, head + 1)  # of a block
         self.T = block_tokens
         self.n_slots = keys.shape[1] // block_tokens
         self.block_bytes = 2 * keys.shape[0] * block_tokens * keys.shape[2] * keys.element_size()
@@ -164,8 +167,8 @@ class HotSlots(Tier):
             raise TierFullError("hot slots full")
         slot = self._free.pop()
         s = slot * self.T
-        self.k[:, s : s + self.T].copy_(block.keys, non_blocking=True)  # (H_kv, T, D)
-        self.v[:, s : s + self.T].copy_(block.values, non_blocking=True)
+        self.k[:, s : s + self.T].copy_(block.keys[self.heads], non_blocking=True)  # (heads, T, D)
+        self.v[:, s : s + self.T].copy_(block.values[self.heads], non_blocking=True)
         self.bias[s : s + self.T] = 0.0
         if masked_prefix:
             self.bias[s : s + masked_prefix] = float("-inf")

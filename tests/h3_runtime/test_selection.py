@@ -8,29 +8,55 @@ import torch
 from h3_runtime.config import HbfConfig, SchedulerConfig
 from h3_runtime.engine import H3Engine
 from h3_runtime.kvcache import layer_store
-from h3_runtime.kvcache.exact_prefill import _BlockMass
+from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES, _BlockMass
 from h3_runtime.scheduler.ahas import AhasScheduler, LayerHeat
 from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
 
 
 def test_the_block_after_the_one_the_question_reads_ranks_with_it():
-    # one KV head, one query head, 4-dim keys, 2-token blocks; block 1 holds what the probe
+    # one KV head, one query head, 4-dim keys, 16-token blocks; block 1 holds what the probe
     # queries match (a needle's key), block 2 what follows it (the value the answer copies)
-    T, D = 2, 4
+    T, D = 16, 4
     q = torch.zeros(1, 1, 4, D)
     q[..., 0] = 4.0  # every query looks along dimension 0
     keys = torch.zeros(1, 4 * T, D)
-    keys[0, 2:4, 0] = 3.0  # block 1: strongly matched
-    keys[0, 4:6, 1] = 3.0  # block 2: orthogonal to the queries (its own bound ranks it low)
+    keys[0, T : 2 * T, 0] = 3.0  # block 1: strongly matched
+    keys[0, 2 * T : 3 * T, 1] = 3.0  # block 2: orthogonal to the queries (ranks low on its own)
     probe = _BlockMass(q, n_kv_heads=1, scaling=1.0, block_tokens=T)
     probe.add(keys, [0, 1, 2, 3])
-    scores = torch.einsum("d,hnd->hn", q[0, 0, 0], keys)  # (1, 8): the same for every query
+    scores = torch.einsum("d,hnd->hn", q[0, 0, 0], keys)  # (1, 4T): the same for every query
     row_lse = scores.logsumexp(-1, keepdim=True).expand(1, 4)  # (H_kv, g*C)
-    mass = probe.mass(row_lse, 4)
-    own_share = torch.exp(scores[0, 4:6].logsumexp(0) - scores[0].logsumexp(0))
+    mass = probe.mass(row_lse, 4)[0]  # the one KV head's
+    own_share = torch.exp(scores[0, 2 * T : 3 * T].logsumexp(0) - scores[0].logsumexp(0))
     assert mass[1] > 0.9  # the matched block takes almost all the attention
     assert mass[2] == mass[1] > own_share  # its successor ranks with it
-    assert mass[3] < mass[2]  # and only the successor
+    assert mass[3] < mass[2]  # and only the successor (the next 16 tokens)
+
+
+def test_with_small_blocks_the_next_16_tokens_rank_with_the_block_the_question_reads():
+    T, D = 8, 4  # 8-token blocks: a key's value can sit in either of the next two blocks
+    q = torch.zeros(1, 1, 2, D)
+    q[..., 0] = 4.0
+    keys = torch.zeros(1, 5 * T, D)
+    keys[0, T : 2 * T, 0] = 3.0  # block 1: the key the queries match
+    probe = _BlockMass(q, n_kv_heads=1, scaling=1.0, block_tokens=T)
+    probe.add(keys, [0, 1, 2, 3, 4])
+    scores = torch.einsum("d,hnd->hn", q[0, 0, 0], keys)
+    mass = probe.mass(scores.logsumexp(-1, keepdim=True).expand(1, 2), 5)[0]
+    assert mass[2] == mass[3] == mass[1] > 0.9  # blocks 2 and 3 hold the next 16 tokens
+    assert mass[4] < 0.1 and mass[0] < 0.1
+
+
+def test_the_prompt_s_last_call_holds_the_whole_observation_window(cold_dir):
+    model = tiny_llama(layers=2)
+    engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                      cold_storage_path=cold_dir, config={"runtime": {"block_tokens": 16}})
+    cache = engine.new_cache()
+    C = cache.geometry.chunk_tokens
+    for q_len in (17, PROBE_QUERIES + 1, PROBE_QUERIES + 5, C + 1, 400):
+        sizes = cache.plan_chunks(q_len)
+        assert sum(sizes) == q_len and min(sizes) > 1  # no 1-token call (it would pass for a decode)
+        assert sizes[-1] >= min(PROBE_QUERIES, q_len, cache.geometry.chunk_tokens)
 
 
 def _scheduler() -> AhasScheduler:
@@ -38,13 +64,13 @@ def _scheduler() -> AhasScheduler:
 
 
 def test_place_computes_demotions_only_when_they_will_be_carried_out():
-    rel = torch.tensor([1.0, 0.4, 0.01, 0.02])
+    rel = torch.tensor([[1.0, 0.4, 0.01, 0.02]])  # (1 KV head, 4 blocks)
     in_warm = torch.ones(4, dtype=torch.bool)
     s = _scheduler()
-    asked = s.place(LayerHeat(), rel.clone(), set(), 1, 1, 0.0, in_warm)
-    skipped = s.place(LayerHeat(), rel.clone(), set(), 1, 1, 0.0, in_warm, demotions=False)
+    asked = s.place(LayerHeat(), rel.clone(), [set()], 1, 1, 0.0, in_warm)
+    skipped = s.place(LayerHeat(), rel.clone(), [set()], 1, 1, 0.0, in_warm, demotions=False)
     assert asked.demote_cold == [2, 3] and skipped.demote_cold == []
-    assert asked.hot == skipped.hot == [0]
+    assert asked.hot == skipped.hot == [[0]]
 
 
 def test_place_skips_a_prefetch_that_would_move_nothing():
@@ -52,9 +78,9 @@ def test_place_skips_a_prefetch_that_would_move_nothing():
 
     def sequential_step(in_warm: torch.Tensor) -> list[int]:
         state = LayerHeat()
-        s.place(state, torch.tensor([0.0, 0.0, 1.0, 0.0, 0.0, 0.0]), set(), 1, 1, 0.0, in_warm)
+        s.place(state, torch.tensor([[0.0, 0.0, 1.0, 0.0, 0.0, 0.0]]), [set()], 1, 1, 0.0, in_warm)
         s.finish_step(state, 2)
-        return s.place(state, torch.tensor([0.0, 0.0, 0.0, 1.0, 0.0, 0.0]), {2}, 1, 1, 0.0,
+        return s.place(state, torch.tensor([[0.0, 0.0, 0.0, 1.0, 0.0, 0.0]]), [{2}], 1, 1, 0.0,
                        in_warm).prefetch
 
     all_warm = torch.ones(6, dtype=torch.bool)
