@@ -138,10 +138,9 @@ def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
             head_slots.drop(b)
             stats.migrations["hot->warm"] += 1  # its bytes are still in warm/cold: no copy
     for head_slots, hot in zip(slots, plan.hot, strict=True):
-        for b in hot:
-            if head_slots.lookup(b):
-                stats.hits["hot"] += 1
-                continue
+        missing = [b for b in hot if not head_slots.lookup(b)]  # decode: mostly none
+        stats.hits["hot"] += len(hot) - len(missing)
+        for b in missing:
             if b in prefetched:
                 stats.prefetch_hits += 1
                 prefetched.discard(b)

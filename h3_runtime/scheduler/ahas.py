@@ -105,10 +105,9 @@ class AhasScheduler:
         hot = [self._fill(list(m), heat[h], n_slots, thr, pressure) for h, m in enumerate(must)]
         evict = [sorted(r - set(c)) for r, c in zip(resident, hot, strict=True)]
         chosen = {b for c in hot for b in c}
-        block_heat = heat.amax(0)  # (n,) a block's bytes serve all heads: its hottest head's
         demote: list[int] = []
-        if demotions:
-            cold_mask = block_heat < self.cfg.cold_threshold  # (n,)
+        if demotions:  # a block's bytes serve every head: its heat is its hottest head's
+            cold_mask = heat.amax(0) < self.cfg.cold_threshold  # (n,)
             if in_warm is not None:
                 cold_mask &= in_warm[:n]
             cold_mask[torch.tensor(sorted(chosen), dtype=torch.long)] = False
@@ -150,12 +149,11 @@ class AhasScheduler:
     def record_access(self, state: LayerHeat, accessed: list[list[int]]) -> None:
         """Decays every frequency by alpha and counts one access for each head's `accessed`."""
         state.freq.mul_(self.cfg.ahaz_alpha)
-        top = max((max(a) for a in accessed if a), default=-1)
-        if top >= 0:
-            state.grow(top + 1)
-            for h, a in enumerate(accessed):
-                if a:
-                    state.freq[h, torch.tensor(a, dtype=torch.long)] += 1.0
+        blocks = [b for a in accessed for b in a]
+        if blocks:
+            state.grow(max(blocks) + 1)
+            heads = [h for h, a in enumerate(accessed) for _ in a]
+            state.freq[torch.tensor(heads), torch.tensor(blocks)] += 1.0  # one per (head, block)
         state.steps += 1
 
     def finish_step(self, state: LayerHeat, top: int | None) -> None:
@@ -163,6 +161,7 @@ class AhasScheduler:
 
 
 def _per_head_share(x: torch.Tensor) -> torch.Tensor:
-    """(H, n) scaled so each head's largest value is 1 (a head with none stays 0)."""
-    top = x.amax(1, keepdim=True) if x.shape[1] else x.new_zeros(x.shape[0], 1)
-    return torch.where(top > 0, x / top.clamp_min(1e-300), torch.zeros_like(x))
+    """(H, n) >= 0 scaled so each head's largest value is 1 (a head of zeros stays 0)."""
+    if not x.shape[1]:
+        return x
+    return x / x.amax(1, keepdim=True).clamp_min(1e-300)

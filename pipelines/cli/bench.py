@@ -47,6 +47,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                   "instead of ingesting it into a fresh one")
     p.add_argument("--samples", type=int, help="ruler: samples per task and length (different "
                                                  "seeds; default 1)")
+    p.add_argument("--first-seed", type=int, help="ruler: the first of those seeds (default 0; "
+                                                    "another range measures held-out prompts)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -63,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         func = getattr(importlib.import_module(module_name), func_name)
         params = inspect.signature(func).parameters
-        extra = {opt: getattr(args, opt) for opt in ("home", "samples")
+        extra = {opt: getattr(args, opt) for opt in ("home", "samples", "first_seed")
                  if getattr(args, opt, None) and opt in params}
         try:
             result = func(out, args.quick, **extra)
