@@ -122,6 +122,7 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
                      "decode_s": round(r["decode_s"], 2), "hot_peak_bytes": r["hot_peak_bytes"],
                      "hot_budget_bytes": r["hot_budget_bytes"],
                      "geometry": {"block_tokens": g.block_tokens, "n_slots": g.n_slots,
+                                  "decode_slots": g.decode_slots,
                                   "recent_tokens": g.recent_capacity - g.block_tokens}}
         engine.new_cache()  # release this run's tiers
     del kv

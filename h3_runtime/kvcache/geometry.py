@@ -1,12 +1,21 @@
-"""How a hot budget is split: per layer [sinks | block slots | recent ring], plus one transient
+"""How a hot budget is split: per layer [sinks | recent ring | block slots], plus one transient
 chunk (the new tokens of the layer being computed).
+
+While prefilling:
 
     (n_layers * P + chunk + (P + chunk)) * bytes_per_token_layer <= budget
 
 (P = per_layer_tokens; the last term is the attention staging copy of one layer's hot buffer
-plus its new tokens, alive only while that layer attends)
+plus its new tokens, alive only while that layer attends; the exact prefill streams its block
+groups through that room). Decoding needs neither the chunk nor the staging: each new token is
+one token, read in place. So each layer's block slots grow to `decode_slots` for decode (and
+shrink back before the next prefill chunk), within
 
-so the hot tier can never exceed its budget, whatever the prompt length.
+    (n_layers * P_dec + P_dec + 1) * bytes_per_token_layer <= budget
+
+(P_dec = decode_layer_tokens; one layer's old buffer is alive while it is re-allocated, and the
+new token is the transient), so the hot tier can never exceed its budget, whatever the prompt
+length, and decode attends to more of it.
 """
 
 from __future__ import annotations
@@ -27,17 +36,29 @@ class Geometry:
     n_slots: int  # selectable block slots per layer
     recent_capacity: int  # ring size: the recent window R plus one partial block T
     chunk_tokens: int  # prefill chunk C (its KV is hot while its layer computes)
-    top_k: int  # blocks chosen by relevance per query
+    top_k: int  # blocks chosen by relevance per query (at most the slots there are)
     bytes_per_token_layer: int  # 2 * H_kv * D * element size
+    decode_slots: int = 0  # block slots per layer while decoding (>= n_slots; see above)
 
     @property
     def per_layer_tokens(self) -> int:
-        return self.sink_tokens + self.n_slots * self.block_tokens + self.recent_capacity
+        """Tokens a layer's hot buffer holds while prefilling."""
+        return self.layer_tokens(self.n_slots)
+
+    @property
+    def decode_layer_tokens(self) -> int:
+        """Tokens a layer's hot buffer holds while decoding."""
+        return self.layer_tokens(max(self.n_slots, self.decode_slots))
+
+    def layer_tokens(self, n_slots: int) -> int:
+        return self.sink_tokens + self.recent_capacity + n_slots * self.block_tokens
 
     def hot_bytes(self, n_layers: int) -> int:
-        """Hot bytes at most: every layer's buffers, one transient chunk, one staging copy."""
-        P, C = self.per_layer_tokens, self.chunk_tokens
-        return (n_layers * P + C + P + C) * self.bytes_per_token_layer
+        """Hot bytes at most, in either phase: prefill (every layer's buffers, one transient
+        chunk, one staging copy) or decode (every layer's larger buffers, one being
+        re-allocated, one new token)."""
+        P, C, Pd = self.per_layer_tokens, self.chunk_tokens, self.decode_layer_tokens
+        return max(n_layers * P + C + P + C, n_layers * Pd + Pd + 1) * self.bytes_per_token_layer
 
 
 MIN_SLOTS = 32  # fewer selectable blocks than this and the block size halves (see below)
@@ -90,5 +111,8 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
     recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
     recent_capacity = recent + T
     n_slots = (room - recent_capacity) // T
-    return Geometry(T, sinks, n_slots, recent_capacity, chunk, min(rt.top_k_blocks, n_slots),
-                    bytes_per_token_layer)
+    # decoding: no chunk and no staging copy, one layer re-allocated at a time (module doc)
+    decode_room = (budget_bytes // bytes_per_token_layer - 1) // (n_layers + 1) - sinks
+    decode_slots = max(n_slots, (decode_room - recent_capacity) // T)
+    return Geometry(T, sinks, n_slots, recent_capacity, chunk, rt.top_k_blocks,
+                    bytes_per_token_layer, decode_slots)

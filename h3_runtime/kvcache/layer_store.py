@@ -1,11 +1,14 @@
 """One layer's KV in sparse (tiered) mode: its hot buffer and appending tokens to it.
 
-Hot, on the model's device, one buffer per layer reserved once from the HotPool:
-    K, V: (H_kv, S + n_slots * T + R', D)  = [sinks | block slots | recent ring]
+Hot, on the model's device, one buffer per layer reserved from the HotPool:
+    K, V: (H_kv, S + R' + n_slots * T, D)  = [sinks | recent ring | block slots]
     bias: (H_kv, same length) 0 where a column holds a live token, -inf elsewhere
 Each KV head's block slots hold the blocks that head chose (Quest-style per-head selection:
 heads read different places, and one retrieval head's needle need not displace the blocks the
-other heads attend to); the sinks and the ring are the same in every head.
+other heads attend to); the sinks and the ring are the same in every head. The buffer has
+`geometry.n_slots` slots while prefilling and `geometry.decode_slots` while decoding (the
+prefill's transient chunk and staging room are free then: geometry.py); the slots come last, so
+a re-allocation keeps the sinks and the ring where they are.
 Warm: every complete block (T tokens) plus per-block summaries (summaries.py).
 Cold: blocks demoted by the scheduler, as checksummed files (block_moves.py moves them).
 
@@ -34,16 +37,12 @@ class LayerStore:
     def __init__(self, layer: int, geom: Geometry, n_kv_heads: int, head_dim: int,
                  dtype: torch.dtype, device: torch.device, ctx: TierContext):
         self.layer, self.g, self.ctx = layer, geom, ctx
-        H, D, N, T, S = n_kv_heads, head_dim, geom.per_layer_tokens, geom.block_tokens, geom.sink_tokens
-        self.buffer_bytes = 2 * H * N * D * torch.empty((), dtype=dtype).element_size()
-        ctx.pool.reserve(self.buffer_bytes, "layer buffers")
-        self.k = torch.zeros(H, N, D, dtype=dtype, device=device)  # (H_kv, N, D)
-        self.v = torch.zeros(H, N, D, dtype=dtype, device=device)  # (H_kv, N, D)
-        self.bias = torch.full((H, N), NEG_INF, dtype=torch.float32, device=device)  # (H_kv, N)
-        s1 = S + geom.n_slots * T
-        self.slots = [HotSlots(self.k[h : h + 1, S:s1], self.v[h : h + 1, S:s1],
-                               self.bias[h, S:s1], T, ctx.pool, head=h) for h in range(H)]
-        self.ring0, self.cap = s1, geom.recent_capacity
+        H, D = n_kv_heads, head_dim
+        self.ring0, self.cap = geom.sink_tokens, geom.recent_capacity
+        self.buffer_bytes = 0
+        self.k = self.v = self.bias = None  # (H_kv, N, D), (H_kv, N, D), (H_kv, N): _allocate
+        self.slots: list[HotSlots] = []
+        self._allocate(geom.n_slots, H, D, dtype, device)
         self.n = 0  # tokens seen
         self.recent_start = 0  # first position held by the ring (a multiple of T)
         self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
@@ -55,6 +54,42 @@ class LayerStore:
         self.after_prefill = False  # the last call was a prefill chunk (C > 1)
         self.decode_steps = 0  # tokens decoded since the last prefill
         self.prompt_mass: torch.Tensor | None = None  # (H_kv, blocks) set by the exact prefill
+
+    def _allocate(self, n_slots: int, H: int, D: int, dtype: torch.dtype,
+                  device: torch.device) -> None:
+        """(Re)allocates the hot buffer with `n_slots` block slots per KV head. The sinks and the
+        ring are copied over; every slot starts empty (callers resize only where the selection
+        starts afresh). The new buffer is reserved before the old one is released, so the
+        budget covers both while they coexist (geometry.py counts one layer's copy)."""
+        keep, T = self.ring0 + self.cap, self.g.block_tokens
+        N = keep + n_slots * T
+        nbytes = 2 * H * N * D * torch.empty((), dtype=dtype).element_size()
+        self.ctx.pool.reserve(nbytes, "layer buffers")
+        k = torch.zeros(H, N, D, dtype=dtype, device=device)
+        v = torch.zeros(H, N, D, dtype=dtype, device=device)
+        bias = torch.full((H, N), NEG_INF, dtype=torch.float32, device=device)
+        if self.k is not None:
+            for head_slots in self.slots:
+                for b in list(head_slots.slot_of):
+                    head_slots.drop(b)
+            k[:, :keep], v[:, :keep] = self.k[:, :keep], self.v[:, :keep]  # sinks + ring
+            bias[:, :keep] = self.bias[:, :keep]
+            self.ctx.pool.release(self.buffer_bytes, "layer buffers")
+        self.k, self.v, self.bias, self.buffer_bytes = k, v, bias, nbytes
+        self.slots = [HotSlots(k[h : h + 1, keep:], v[h : h + 1, keep:], bias[h, keep:], T,
+                               self.ctx.pool, head=h) for h in range(H)]
+
+    def resize_slots(self, n_slots: int) -> None:
+        """Gives the layer `n_slots` block slots per KV head (no-op if it has them): decode's
+        `geometry.decode_slots`, or `geometry.n_slots` before a prefill chunk needs its room."""
+        if n_slots != self.n_slots:
+            H, _, D = self.k.shape
+            self._allocate(n_slots, H, D, self.k.dtype, self.k.device)
+
+    @property
+    def n_slots(self) -> int:
+        """Block slots per KV head now (prefill: geometry.n_slots; decode: decode_slots)."""
+        return self.slots[0].n_slots if self.slots else 0
 
     @property
     def n_blocks(self) -> int:
@@ -77,7 +112,7 @@ class LayerStore:
         # exact prefill chunks attend to every block: no selection (it would only move blocks
         # and build heat from the path the KV came by - loaded or computed)
         n_cand = self.recent_start // self.g.block_tokens  # blocks older than the ring
-        if self.ctx.selection and n_cand and self.g.n_slots and not self.ctx.exact_prefill:
+        if self.ctx.selection and n_cand and self.n_slots and not self.ctx.exact_prefill:
             self._select(q, n_cand, scaling)
         self.after_prefill = True
         if self.ctx.exact_prefill:  # a prefill chunk attends to every previous token
@@ -96,11 +131,12 @@ class LayerStore:
         if self.after_prefill:
             self._reset_selection()
             self.after_prefill = False
+        self.resize_slots(max(self.g.n_slots, self.g.decode_slots))  # once per decode run
         self.commit(kn, vn)
         n_cand = self.recent_start // self.g.block_tokens
         due = self.decode_steps % self.ctx.reselect_every == 0
         self.decode_steps += 1
-        if due and self.ctx.selection and n_cand and self.g.n_slots:
+        if due and self.ctx.selection and n_cand and self.n_slots:
             self._select(q, n_cand, scaling)
         return decode_attention(q, self.k, self.v, self.bias, scaling)
 
@@ -124,7 +160,7 @@ class LayerStore:
             rel[:, :m] = torch.maximum(rel[:, :m], self.prompt_mass[:, :m])
         s = self.summaries
         plan = ctx.scheduler.place(
-            self.heat, rel, [set(h.slot_of) for h in self.slots], self.g.n_slots, self.g.top_k,
+            self.heat, rel, [set(h.slot_of) for h in self.slots], self.n_slots, self.g.top_k,
             ctx.pool.pressure, s.in_warm[:n], s.kmean[:n].flatten(1),
             demotions=ctx.warm_over_watermark())
         self.last_pattern = plan.pattern

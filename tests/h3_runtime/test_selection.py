@@ -111,3 +111,28 @@ def test_decode_reselects_every_n_tokens(cold_dir, monkeypatch):
         assert len(out) == 10 and engine.stats()["mode"] == "sparse"
         # 9 decode forwards (the first token comes from the prefill's logits), per layer
         assert calls.count(0) == calls.count(1) == expected
+
+
+def test_decode_gets_more_block_slots_and_the_next_prefill_gets_its_room_back(cold_dir):
+    model = tiny_llama(layers=2)
+    engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                      cold_storage_path=cold_dir, config={"runtime": {"block_tokens": 16}})
+    g = engine.geometry
+    assert g.decode_slots > g.n_slots  # decode needs no prefill chunk or staging room
+    assert g.hot_bytes(2) <= engine.budget_bytes
+    cache = engine.new_cache()
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(5))
+    engine.generate(ids, max_new_tokens=4, cache=cache, return_ids=True)
+    stores = [layer.store for layer in cache.layers]
+    assert [s.n_slots for s in stores] == [g.decode_slots] * 2
+    assert max(len(h.slot_of) for s in stores for h in s.slots) == g.decode_slots  # all used
+    # a follow-up prompt on the same cache: its chunks need the room the extra slots took
+    extra = torch.randint(0, 128, (1, 100), generator=torch.Generator().manual_seed(6))
+    more = torch.cat([torch.tensor([cache.token_ids]), extra], 1)
+    out = engine.generate(more, max_new_tokens=3, cache=cache, return_ids=True)
+    assert len(out) == 3 and [s.n_slots for s in stores] == [g.decode_slots] * 2
+    assert cache.pool.peak_bytes <= cache.pool.budget_bytes
+    engine.generate(torch.cat([torch.tensor([cache.token_ids]), more[:, :50]], 1),
+                    max_new_tokens=1, cache=cache)  # prefill only: no decode step follows
+    assert [s.n_slots for s in stores] == [g.n_slots] * 2
+    assert cache.pool.peak_bytes <= cache.pool.budget_bytes
