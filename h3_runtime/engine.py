@@ -206,10 +206,18 @@ class H3Engine:
             "tokens": self.cache.get_seq_length() if self.cache else 0,
             "mode": ("sparse" if self.cache and self.cache.sparse else "exact"),
             "warm_bytes": warm.usage_bytes if warm else 0,
+            "warm_summary_bytes": self._summary_bytes(),
             "cold_bytes": self.cold.usage_bytes,
             **self.stats_counters.to_dict(),
             **{k: round(v, 4) if isinstance(v, float) else v for k, v in self.timings.items()},
         }
+
+    def _summary_bytes(self) -> int:
+        """Host bytes of the per-token key sketches (warm, beside the blocks; summaries.py)."""
+        if self.cache is None:
+            return 0
+        return sum(layer.store.summaries.nbytes for layer in self.cache.layers
+                   if layer.store is not None)
 
     def dump_scheduler_state(self) -> dict:
         """What `h3 monitor --dump-scheduler-state` prints (see state.py)."""

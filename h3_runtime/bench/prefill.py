@@ -72,6 +72,7 @@ def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: 
             row["hot_peak_bytes"], row["hot_budget_bytes"] = s["hot_peak_bytes"], s["hot_budget_bytes"]
             row["warm_bytes"], row["cold_bytes"] = s["warm_bytes"], s["cold_bytes"]
             row["resident_kv_bytes"] = s["hot_peak_bytes"] + s["warm_bytes"]
+            row["warm_summary_bytes"] = s["warm_summary_bytes"]  # key sketches, beside the blocks
             row["block_tokens"] = engine.geometry.block_tokens
             if name == "h3_10%":  # where the time went: a second, profiled prefill
                 engine.new_cache()
@@ -88,6 +89,8 @@ def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: 
                     for func, label in PARTS.items()}
     row["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     row["resident_kv_vs_full"] = round(row["resident_kv_bytes"] / full_kv, 3)
+    row["resident_with_summaries_vs_full"] = round(
+        (row["resident_kv_bytes"] + row.get("warm_summary_bytes", 0)) / full_kv, 3)
     queue.put(row)
 
 

@@ -117,6 +117,7 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
         st = engine.stats()
         row[name] = {"text": text, "score": string_match_all(text, s.answers),
                      "resident_kv_bytes": st["hot_peak_bytes"] + st["warm_bytes"],
+                     "warm_summary_bytes": st["warm_summary_bytes"],
                      "cold_bytes_after": st["cold_bytes"],
                      "same_as_full": r["ids"] == ans[: len(r["ids"])] and len(r["ids"]) == len(ans),
                      "decode_s": round(r["decode_s"], 2), "hot_peak_bytes": r["hot_peak_bytes"],

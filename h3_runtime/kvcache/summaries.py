@@ -25,6 +25,11 @@ class BlockSummaries:
         self.in_warm = torch.zeros(0, dtype=torch.bool)  # whether the block's bytes are in warm
         self.n_blocks = 0
 
+    @property
+    def nbytes(self) -> int:
+        """Host bytes of the summaries (they live in warm beside the blocks)."""
+        return self.center.nbytes + self.radius.nbytes + self.kmean.nbytes + self.in_warm.nbytes
+
     def add(self, b0: int, keys: torch.Tensor, block_tokens: int) -> None:
         """Summarises complete blocks b0, b0 + 1, ... of host keys (H_kv, nb * T, D) in one pass."""
         T = block_tokens

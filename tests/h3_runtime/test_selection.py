@@ -126,6 +126,8 @@ def test_decode_gets_more_block_slots_and_the_next_prefill_gets_its_room_back(co
     stores = [layer.store for layer in cache.layers]
     assert [s.n_slots for s in stores] == [g.decode_slots] * 2
     assert max(len(h.slot_of) for s in stores for h in s.slots) == g.decode_slots  # all used
+    summary_bytes = sum(s.summaries.nbytes for s in stores)  # reported beside the warm blocks
+    assert engine.stats()["warm_summary_bytes"] == summary_bytes > 0
     # a follow-up prompt on the same cache: its chunks need the room the extra slots took
     extra = torch.randint(0, 128, (1, 100), generator=torch.Generator().manual_seed(6))
     more = torch.cat([torch.tensor([cache.token_ids]), extra], 1)
