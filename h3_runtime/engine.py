@@ -213,7 +213,7 @@ class H3Engine:
         }
 
     def _summary_bytes(self) -> int:
-        """Host bytes of the per-token key sketches (warm, beside the blocks; summaries.py)."""
+        """Host bytes of the block summaries (warm, beside the blocks; summaries.py)."""
         if self.cache is None:
             return 0
         return sum(layer.store.summaries.nbytes for layer in self.cache.layers

@@ -72,7 +72,7 @@ def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: 
             row["hot_peak_bytes"], row["hot_budget_bytes"] = s["hot_peak_bytes"], s["hot_budget_bytes"]
             row["warm_bytes"], row["cold_bytes"] = s["warm_bytes"], s["cold_bytes"]
             row["resident_kv_bytes"] = s["hot_peak_bytes"] + s["warm_bytes"]
-            row["warm_summary_bytes"] = s["warm_summary_bytes"]  # key sketches, beside the blocks
+            row["warm_summary_bytes"] = s["warm_summary_bytes"]  # block summaries, beside the blocks
             row["block_tokens"] = engine.geometry.block_tokens
             if name == "h3_10%":  # where the time went: a second, profiled prefill
                 engine.new_cache()

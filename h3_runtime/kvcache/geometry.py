@@ -36,9 +36,9 @@ class Geometry:
     n_slots: int  # selectable block slots per layer
     recent_capacity: int  # ring size: the recent window R plus one partial block T
     chunk_tokens: int  # prefill chunk C (its KV is hot while its layer computes)
-    top_k: int  # blocks chosen by relevance per query (at most the slots there are)
+    top_k: int  # blocks chosen by relevance per query (the scheduler caps it at the slots)
     bytes_per_token_layer: int  # 2 * H_kv * D * element size
-    decode_slots: int = 0  # block slots per layer while decoding (>= n_slots; see above)
+    decode_slots: int  # block slots per layer while decoding (>= n_slots; see above)
 
     @property
     def per_layer_tokens(self) -> int:
@@ -48,7 +48,7 @@ class Geometry:
     @property
     def decode_layer_tokens(self) -> int:
         """Tokens a layer's hot buffer holds while decoding."""
-        return self.layer_tokens(max(self.n_slots, self.decode_slots))
+        return self.layer_tokens(self.decode_slots)
 
     def layer_tokens(self, n_slots: int) -> int:
         return self.sink_tokens + self.recent_capacity + n_slots * self.block_tokens
@@ -107,7 +107,7 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
         return None
     room = per_layer - sinks
     if not selection:
-        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer)
+        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0)
     recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
     recent_capacity = recent + T
     n_slots = (room - recent_capacity) // T

@@ -131,7 +131,7 @@ class LayerStore:
         if self.after_prefill:
             self._reset_selection()
             self.after_prefill = False
-        self.resize_slots(max(self.g.n_slots, self.g.decode_slots))  # once per decode run
+        self.resize_slots(self.g.decode_slots)  # once per decode run
         self.commit(kn, vn)
         n_cand = self.recent_start // self.g.block_tokens
         due = self.decode_steps % self.ctx.reselect_every == 0
