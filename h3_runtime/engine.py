@@ -127,6 +127,7 @@ class H3Engine:
             self.model.set_attn_implementation("h3")
         kwargs["use_cache"] = True
         sizes = cache.plan_chunks(q)
+        cache.ctx.observe_window = True
         if len(sizes) == 1:
             return forward(*args, cache=cache, **kwargs)
         past, start, out = cache.get_seq_length(), 0, None
@@ -140,7 +141,11 @@ class H3Engine:
                 part["attention_mask"] = part["attention_mask"][:, : past + end]
             if i < len(sizes) - 1:
                 part["logits_to_keep"] = 1  # only the last chunk's logits matter
-            out = forward(*args, cache=cache, **part)
+            cache.ctx.observe_window = i == len(sizes) - 1  # decode follows the last chunk only
+            try:
+                out = forward(*args, cache=cache, **part)
+            finally:
+                cache.ctx.observe_window = True
             start = end
         return out
 

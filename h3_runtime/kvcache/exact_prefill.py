@@ -172,7 +172,10 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
     dev, C = q.device, q.shape[2]
     fused = _FLASH_CPU is not None and dev.type == "cpu"
     acc = _FusedPieces(q, kn.shape[0], scaling) if fused else _OnlineSoftmax(q, kn.shape[0], scaling)
-    probe = _BlockMass(q, kn.shape[0], scaling, T)
+    # the observation window matters only after a forward call's last chunk (decode follows it;
+    # the next chunk would replace it): scoring every chunk's window cost 1.4 s of a 23 s
+    # prefill at 8K tokens in 8-token blocks
+    probe = _BlockMass(q, kn.shape[0], scaling, T) if store.ctx.observe_window else None
     # 1. complete blocks older than the ring (they hold the sinks too), in staged groups
     n_old = store.recent_start // T
     b = 0
@@ -184,14 +187,14 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
         staged = len(group) * T * bpt
         pool.reserve(staged, "prefill staging")
         try:
-            blocks_or_none = [store.fetch(i, to="hot", count_hit=False) for i in group]
-            blocks = [blk for blk in blocks_or_none if blk is not None]  # corrupted: left out
-            if blocks:
-                k = torch.cat([blk.keys for blk in blocks], 1).to(dev)  # (H_kv, G*T, D)
-                v = torch.cat([blk.values for blk in blocks], 1).to(dev)
+            got = [(i, blk) for i, blk in zip(group, store.moves.fetch_group(group, to="hot"),
+                                              strict=True) if blk is not None]  # corrupted: left out
+            if got:
+                k = torch.cat([blk.keys for _, blk in got], 1).to(dev)  # (H_kv, G*T, D)
+                v = torch.cat([blk.values for _, blk in got], 1).to(dev)
                 acc.add(k, v, None)
-                probe.add(k, [i for i, blk in zip(group, blocks_or_none, strict=True)
-                              if blk is not None])
+                if probe is not None:
+                    probe.add(k, [i for i, _ in got])
                 del k, v
         finally:
             pool.release(staged, "prefill staging")
@@ -208,5 +211,5 @@ def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tenso
         causal = torch.full((C, C), float("-inf"), device=dev).triu(1)  # (C, C)
         causal = causal.repeat(q.shape[1] // kn.shape[0], 1)  # (g*C, C): (head in group, query)
         acc.add(kn.to(dev), vn.to(dev), causal)
-    store.prompt_mass = probe.mass(acc.row_lse(), n_old)
+    store.prompt_mass = probe.mass(acc.row_lse(), n_old) if probe is not None else None
     return acc.result(q.dtype)

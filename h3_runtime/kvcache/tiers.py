@@ -91,6 +91,14 @@ class WarmTier(Tier):
     def load(self, key: Hashable) -> KVBlock:
         return self._blocks[key]
 
+    def load_many(self, keys: list[Hashable]) -> list[KVBlock]:
+        """`load` then `touch` for each key, in one pass (KeyError if one is absent)."""
+        blocks, move = self._blocks, self._blocks.move_to_end
+        out = [blocks[k] for k in keys]
+        for k in keys:
+            move(k)
+        return out
+
     def store(self, key: Hashable, block: KVBlock, take_ownership: bool = False) -> None:
         """Copies the block to host memory (the caller's tensors stay untouched), or keeps the
         given host tensors as they are with `take_ownership` (the caller promises not to reuse them)."""

@@ -7,7 +7,7 @@ import torch
 
 from h3_runtime.config import HbfConfig, SchedulerConfig
 from h3_runtime.engine import H3Engine
-from h3_runtime.kvcache import layer_store
+from h3_runtime.kvcache import exact_prefill, layer_store
 from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES, _BlockMass
 from h3_runtime.scheduler.ahas import AhasScheduler, LayerHeat
 from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
@@ -138,3 +138,29 @@ def test_decode_gets_more_block_slots_and_the_next_prefill_gets_its_room_back(co
                     max_new_tokens=1, cache=cache)  # prefill only: no decode step follows
     assert [s.n_slots for s in stores] == [g.n_slots] * 2
     assert cache.pool.peak_bytes <= cache.pool.budget_bytes
+
+
+def test_only_a_forward_call_s_last_chunk_scores_the_observation_window(cold_dir, monkeypatch):
+    # decode follows the last chunk, and each chunk's window replaces the one before: scoring the
+    # earlier chunks' windows (every earlier block read per chunk) was wasted prefill time
+    model = tiny_llama(layers=2)
+    engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                      cold_storage_path=cold_dir, config={"runtime": {"block_tokens": 16}})
+    windows: list[int] = []  # the chunk length of each window scored
+    init = exact_prefill._BlockMass.__init__
+
+    def counting(self, q, *args, **kwargs):
+        windows.append(q.shape[2])
+        init(self, q, *args, **kwargs)
+
+    monkeypatch.setattr(exact_prefill._BlockMass, "__init__", counting)
+    cache = engine.new_cache()
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(7))
+    sizes = cache.plan_chunks(400)
+    assert len(sizes) > 2  # a prompt of several chunks
+    out = engine.generate(ids, max_new_tokens=3, cache=cache, return_ids=True)
+    assert len(out) == 3
+    assert windows == [sizes[-1]] * 2  # the last chunk only, in each of the two layers
+    for layer in cache.layers:
+        mass = layer.store.prompt_mass  # what decode's selection adds to the block bound
+        assert mass is not None and mass.shape[1] >= 1 and float(mass.max()) > 0
