@@ -2,7 +2,7 @@
 
 - sequential: the most relevant block moved forward by 1..window blocks since the last step
   -> the next `prefetch_window` blocks after it.
-- jumping: any other move -> the blocks whose summary (mean key, all heads) has cosine
+- jumping: any other move -> the blocks whose summary (box centre, all heads) has cosine
   similarity > `prefetch_similarity` with the current block, most similar first.
 """
 
@@ -24,7 +24,7 @@ def prefetch_candidates(pattern: str | None, top: int, n_blocks: int, window: in
                         summaries: torch.Tensor, similarity: float) -> list[int]:
     """Block indices to bring closer to hot, best first (never `top` itself).
 
-    summaries: (n_blocks, F) one vector per block (e.g. mean key over tokens, heads flattened)."""
+    summaries: (n_blocks, F) one vector per block (its key box centre, heads flattened)."""
     if pattern is None or window <= 0:
         return []
     if pattern == SEQUENTIAL:
