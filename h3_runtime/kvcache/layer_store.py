@@ -161,7 +161,7 @@ class LayerStore:
         s = self.summaries
         plan = ctx.scheduler.place(
             self.heat, rel, [set(h.slot_of) for h in self.slots], self.n_slots, self.g.top_k,
-            ctx.pool.pressure, s.in_warm[:n], s.block_vectors(n),
+            ctx.pool.pressure, s.in_warm[:n], lambda: s.block_vectors(n),
             demotions=ctx.warm_over_watermark())
         self.last_pattern = plan.pattern
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)

@@ -23,6 +23,7 @@ its hottest head's):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
@@ -86,12 +87,14 @@ class AhasScheduler:
 
     def place(self, state: LayerHeat, relevance: torch.Tensor, resident: list[set[int]],
               n_slots: int, top_k: int, pressure: float, in_warm: torch.Tensor | None = None,
-              summaries: torch.Tensor | None = None, demotions: bool = True) -> Placement:
+              summaries: torch.Tensor | Callable[[], torch.Tensor] | None = None,
+              demotions: bool = True) -> Placement:
         """Decides this step's placement for one layer (pure decision: moves nothing).
 
         relevance: (H, n) >= 0, per KV head, for the n candidate blocks; resident: per head, the
         blocks in its hot slots; n_slots: hot slots per head; in_warm: (n,) bool, blocks in warm;
-        summaries: (n, F) block vectors for the jumping-pattern prefetch; demotions: whether
+        summaries: (n, F) block vectors for the jumping-pattern prefetch (or what makes them: built
+        only when a prefetch could move something); demotions: whether
         the caller acts on warm -> cold demotions this step (it does only while warm is above
         its watermark), so they are not computed for nothing. This runs once per layer per
         decoded token: work whose result cannot change the step is skipped."""
@@ -120,7 +123,8 @@ class AhasScheduler:
         useful = free or in_warm is None or not bool(in_warm[:n].all())
         prefetch: list[int] = []
         if useful:
-            feats = summaries if summaries is not None else torch.zeros(n, 1)
+            feats = summaries() if callable(summaries) else summaries
+            feats = feats if feats is not None else torch.zeros(n, 1)
             prefetch = [b for b in prefetch_candidates(pattern, top, n, self.hbf.prefetch_window,
                                                        feats, self.hbf.prefetch_similarity)
                         if b not in chosen]
