@@ -34,7 +34,7 @@ TINY_TOKENS = 65536
 PARTS = {"streamed_exact_attention": "exact attention over earlier blocks (streamed)",
          "_forward_chunks": "whole prefill", "linear": "projections + MLP (torch linear)",
          "apply_rotary_pos_emb": "RoPE", "add_blocks": "blocks -> warm (summaries, checksums)",
-         "fetch": "block fetches from warm / cold", "store": "cold writes"}
+         "fetch_group": "block fetches from warm / cold", "store": "cold writes"}
 
 
 def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: str,
