@@ -127,7 +127,6 @@ class H3Engine:
             self.model.set_attn_implementation("h3")
         kwargs["use_cache"] = True
         sizes = cache.plan_chunks(q)
-        cache.ctx.observe_window = True
         if len(sizes) == 1:
             return forward(*args, cache=cache, **kwargs)
         past, start, out = cache.get_seq_length(), 0, None
