@@ -27,6 +27,7 @@ import torch
 from transformers import DynamicCache
 
 from h3_runtime.bench.needle import run_variant
+from h3_runtime.bench.prefill import SPILL_WARM_SHARE
 from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import TASKS, Sample, make_sample, passkey, string_match_all
@@ -36,11 +37,12 @@ from h3_runtime.reuse.cache_io import PlainCache
 
 GiB = 2**30
 # (name, hot budget as a share of the full KV, block selection, warm tier as a share of it or
-# None for the shipped hbf_size_gb). "h3_10%_spill": warm capped at 10% of the KV, so resident
-# KV (hot + warm) is at most 20% of full attention's and the other blocks live in cold
+# None for the shipped hbf_size_gb). "h3_10%_spill": the prefill bench's spill variant (warm
+# capped at SPILL_WARM_SHARE of the KV, so hot + warm blocks + summaries stay within 20% of full
+# attention's and the other blocks live in cold): the answers that memory figure comes with
 RULER_VARIANTS = (("window_10%", 0.10, False, None), ("h3_10%", 0.10, True, None),
                   ("h3_5%", 0.05, True, None), ("h3_2.5%", 0.025, True, None),
-                  ("h3_10%_spill", 0.10, True, 0.10))
+                  ("h3_10%_spill", 0.10, True, SPILL_WARM_SHARE))
 # --quick: the 4K tasks a loaded 2-core machine affords in ~45 min (one sample each)
 QUICK_TASKS = ("niah_single_1", "niah_multikey_1", "niah_multivalue", "vt")
 PASSKEY_VARIANTS = (("window_10%", 0.10, False, None), ("h3_20%", 0.20, True, None),
@@ -92,7 +94,18 @@ def full_answer(model, kv: list, ids: list[int], max_new: int, eos: int | None) 
     return greedy_decode(model, cache, out.logits[0, -1], max_new, eos_ids=(eos,) if eos is not None else ())
 
 
-def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
+def prefix_agreement(tokens: list[int], ref: list[int]) -> float:
+    """The share of `ref`'s tokens `tokens` reproduces before the first differing token."""
+    same = 0
+    for a, b in zip(tokens, ref, strict=False):
+        if a != b:
+            break
+        same += 1
+    return round(same / max(len(ref), 1), 4)
+
+
+def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
+    """Full attention's answer to one sample, then each variant's from the same prompt KV."""
     model, tok = base.model, base.tokenizer
     kv, prefill_s = prompt_kv(model, base.fingerprint, s.ids)
     full_kv = len(s.ids) * base.bytes_per_token_layer * base.n_layers
@@ -120,6 +133,7 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
                      "warm_summary_bytes": st["warm_summary_bytes"],
                      "cold_bytes_after": st["cold_bytes"],
                      "same_as_full": r["ids"] == ans[: len(r["ids"])] and len(r["ids"]) == len(ans),
+                     "agreement": prefix_agreement(r["ids"], ans),
                      "decode_s": round(r["decode_s"], 2), "hot_peak_bytes": r["hot_peak_bytes"],
                      "hot_budget_bytes": r["hot_budget_bytes"],
                      "geometry": {"block_tokens": g.block_tokens, "n_slots": g.n_slots,
@@ -127,7 +141,7 @@ def _run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
                                   "recent_tokens": g.recent_capacity - g.block_tokens}}
         engine.new_cache()  # release this run's tiers
     del kv
-    print(f"ruler {s.task} {len(s.ids)}: full {row['full']['score']:.2f} " + ", ".join(
+    print(f"bench {s.task} {len(s.ids)}: full {row['full']['score']:.2f} " + ", ".join(
         f"{n} {row[n]['score']:.2f}" for n, *_ in variants), file=sys.stderr, flush=True)
     return row
 
@@ -183,14 +197,14 @@ def run_ruler(out_dir: Path, quick: bool, samples: int = 1, first_seed: int = 0)
     for n in lengths:
         for seed in seeds:
             for task in tasks:
-                row = _run_sample(base, make_sample(tok, task, n, seed=seed), RULER_VARIANTS, out_dir)
+                row = run_sample(base, make_sample(tok, task, n, seed=seed), RULER_VARIANTS, out_dir)
                 row["length_target"], row["seed"] = n, seed
                 ruler_rows.append(row)
                 _partial(out_dir, ruler_rows, pk_rows)
     for n in pk_lengths:
         for seed in seeds:
             for d in depths:
-                row = _run_sample(base, passkey(tok, n, d, seed=seed), PASSKEY_VARIANTS, out_dir)
+                row = run_sample(base, passkey(tok, n, d, seed=seed), PASSKEY_VARIANTS, out_dir)
                 row["length_target"], row["depth"], row["seed"] = n, d, seed
                 pk_rows.append(row)
                 _partial(out_dir, ruler_rows, pk_rows)

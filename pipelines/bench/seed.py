@@ -47,18 +47,11 @@ def _open_runtimes(kv_dir: Path):
     return h3, full
 
 
-def _agreement(tokens: list[int], ref: list[int]) -> float:
-    same = 0
-    for a, b in zip(tokens, ref, strict=False):
-        if a != b:
-            break
-        same += 1
-    return round(same / max(len(ref), 1), 4)
-
-
 def compare(h3, full, segments, max_new: int, score=None, variants=VARIANTS,
             recompute_tokens: int | None = None) -> dict:
     """Answers one prompt with every variant; the first variant's answer is the reference."""
+    from h3_runtime.bench.ruler import prefix_agreement
+
     out: dict[str, dict] = {}
     ref: list[int] | None = None
     for name in variants:
@@ -71,7 +64,7 @@ def compare(h3, full, segments, max_new: int, score=None, variants=VARIANTS,
             "kv_tokens_loaded_cold", "hot_peak_bytes", "hot_budget_bytes", "full_kv_bytes",
             "integrity_errors", "kv_mode")}
         row.update(answer=ans.text, exact_match=ans.token_ids == ref,
-                   agreement=_agreement(ans.token_ids, ref))
+                   agreement=prefix_agreement(ans.token_ids, ref))
         if score is not None:
             row["task_score"] = score(ans.text)
         out[name] = row

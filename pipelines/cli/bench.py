@@ -31,6 +31,7 @@ SCENARIOS: dict[str, str] = {
     "code": "pipelines.bench.seed:run_code",
     "multihop": "pipelines.bench.seed:run_multihop",
     "filings": "pipelines.bench.filings:run",
+    "filings_runtime": "pipelines.bench.filings_runtime:run",
     "embedding_engines": "pipelines.bench.embedding_engines:run",
     "scaleout": "pipelines.bench.scaleout:run",
 }

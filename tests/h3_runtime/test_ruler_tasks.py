@@ -43,3 +43,11 @@ def test_string_match_all():
     assert string_match_all("Numbers: 123 and 456", ["123", "456"]) == 1.0
     assert string_match_all("only 123", ["123", "456"]) == 0.5
     assert string_match_all("none", ["ABC"]) == 0.0
+
+
+def test_prefix_agreement_counts_the_reference_tokens_kept_before_the_first_difference():
+    from h3_runtime.bench.ruler import prefix_agreement
+
+    assert prefix_agreement([1, 2, 9, 4], [1, 2, 3, 4]) == 0.5  # the match after a difference: no
+    assert prefix_agreement([1, 2, 3, 4, 5], [1, 2, 3, 4]) == 1.0
+    assert prefix_agreement([], [7]) == 0.0
