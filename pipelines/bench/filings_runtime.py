@@ -13,18 +13,29 @@ The default 135M model rarely states FinanceBench's gold figure (its `score` is 
 match as RULER scores), so what is measured is whether H3 keeps full attention's answer: the
 share of answers token-for-token equal to full attention's, and the mean prefix agreement (the
 share of full attention's answer tokens H3 reproduces before the first differing token).
+
+`h3 bench --scenario filings_passkey`: the passkey test of issue 13 with the filings' own prose as
+the haystack (not the WordNet sentences the RULER bench draws from), through the path a user
+takes: `model.forward = engine.wrap_forward(model.forward)` and `model.generate` (H3's own
+streamed exact prefill, not the bench's cold-reuse shortcut), 2.4K / 4.7K / 8K tokens, the needle
+at 10/50/90% depth, two filings' stretches per cell; full attention (`model.generate` on
+DynamicCache) against H3 at 20%, 10% and 5% of the full KV, shipped defaults.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import re
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import pymupdf
+import torch
 
-from h3_runtime.bench.ruler import run_sample
+from h3_runtime.bench.ruler import GiB, run_sample
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import Sample
 from h3_runtime.reuse.prompt import ChunkText, PromptLayout
@@ -140,3 +151,122 @@ def run(out_dir: Path, quick: bool) -> dict:
                                          for r in rows for v in names if "hot_peak_bytes" in r[v]),
         "rows": rows,
     }
+
+
+PASSKEY_LENGTHS = (2400, 4700, 8000)
+PASSKEY_FRACTIONS = (0.20, 0.10, 0.05)
+PASSKEY_SEEDS = 2
+PASSKEY_HEAD = "There is an important info hidden inside a lot of irrelevant text. Find it and memorize it."
+PASSKEY_TAIL = " What is the pass key? Answer with the number."
+PASSKEY_ANSWER = "The pass key is"
+
+
+def filing_sentences(page_texts: list[str], start_page: int) -> list[str]:
+    """The filing's prose from `start_page` on (wrapping), as sentences with whitespace folded."""
+    text = " ".join(page_texts[start_page:] + page_texts[:start_page])
+    return [t for t in re.split(r"(?<=[.!?])\s+", re.sub(r"\s+", " ", text)) if t]
+
+
+def passkey_prompt(tok, sentences: list[str], length: int, depth: float, key: str) -> list[int]:
+    """Chat-formatted ids of about `length` tokens: the haystack of whole sentences with the
+    needle between two of them at `depth`, the question, the assistant's answer prefix."""
+    def enc(text: str) -> list[int]:
+        return tok(text, add_special_tokens=False).input_ids
+
+    head = enc("<|im_start|>user\n" + PASSKEY_HEAD + "\n")
+    tail = enc(PASSKEY_TAIL + "<|im_end|>\n<|im_start|>assistant\n" + PASSKEY_ANSWER)
+    needle = enc(f" The pass key is {key}. Remember it. {key} is the pass key.")
+    room = length - len(head) - len(tail) - len(needle)
+    hay: list[list[int]] = []
+    used = 0
+    for sentence in sentences:
+        ids = enc(" " + sentence)
+        if used + len(ids) > room:
+            break
+        hay.append(ids)
+        used += len(ids)
+    cut, acc = 0, 0
+    while cut < len(hay) and acc + len(hay[cut]) <= depth * used:
+        acc += len(hay[cut])
+        cut += 1
+    body = [t for s in hay[:cut] for t in s] + needle + [t for s in hay[cut:] for t in s]
+    return head + body + tail
+
+
+@torch.inference_mode()
+def _generate(model, ids: list[int], max_new: int) -> list[int]:
+    out = model.generate(torch.tensor([ids]), max_new_tokens=max_new, do_sample=False,
+                         pad_token_id=model.config.eos_token_id)
+    return out[0, len(ids):].tolist()
+
+
+def run_passkey(out_dir: Path, quick: bool) -> dict:
+    corpus = corpus_dir()
+    pdfs = sorted((corpus / "pdfs").glob("*.pdf"))
+    base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "passkey-kv")
+    model, tok = base.model, base.tokenizer
+    forward = model.forward
+    lengths = PASSKEY_LENGTHS[:1] if quick else PASSKEY_LENGTHS
+    t0 = time.perf_counter()
+    texts: dict[str, list[str]] = {}
+    rows = []
+    for length in lengths:
+        for seed in range(1 if quick else PASSKEY_SEEDS):
+            for depth in DEPTHS:
+                rng = random.Random(f"filings-passkey-{length}-{seed}-{depth}")
+                pdf = pdfs[rng.randrange(len(pdfs))]
+                if pdf.name not in texts:
+                    with pymupdf.open(pdf) as doc:
+                        texts[pdf.name] = [page.get_text() for page in doc]
+                pages = texts[pdf.name]
+                key = str(rng.randint(10000, 99999))
+                ids = passkey_prompt(tok, filing_sentences(pages, rng.randrange(len(pages))),
+                                     length, depth, key)
+                model.forward = forward
+                model.set_attn_implementation("sdpa")
+                full = _generate(model, ids, 12)
+                full_text = tok.decode(full, skip_special_tokens=True)
+                row = {"file": pdf.name, "length_target": length, "length": len(ids),
+                       "depth": depth, "key": key,
+                       "full": {"text": full_text, "found": key in full_text}}
+                full_kv = len(ids) * base.bytes_per_token_layer * base.n_layers
+                for frac in PASSKEY_FRACTIONS:
+                    engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=full_kv * frac / GiB,
+                                      cold_storage_path=Path(out_dir) / "passkey-kv")
+                    model.forward = engine.wrap_forward(forward)
+                    got = _generate(model, ids, 12)
+                    text = tok.decode(got, skip_special_tokens=True)
+                    st = engine.stats()
+                    row[f"h3_{frac:.0%}"] = {"text": text, "found": key in text,
+                                             "same_as_full": got == full,
+                                             "hot_peak_bytes": st["hot_peak_bytes"],
+                                             "hot_budget_bytes": st["hot_budget_bytes"]}
+                    engine.new_cache()  # releases this run's tiers
+                model.forward = forward
+                rows.append(row)
+                print(f"bench filings passkey {pdf.name} {len(ids)} @{depth}: full "
+                      f"{row['full']['found']} " + ", ".join(
+                          f"{n} {row[n]['found']}" for n in row if n.startswith("h3_")),
+                      file=sys.stderr, flush=True)
+    names = [f"h3_{frac:.0%}" for frac in PASSKEY_FRACTIONS]
+    return {
+        "model": "SmolLM2-135M-Instruct (fp32)",
+        "prompts": len(rows),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "all": _passkey_summary(rows, names),
+        "per_length": {str(n): _passkey_summary([r for r in rows if r["length_target"] == n], names)
+                       for n in lengths},
+        "hot_budget_never_exceeded": all(r[n]["hot_peak_bytes"] <= r[n]["hot_budget_bytes"]
+                                         for r in rows for n in names),
+        "rows": rows,
+    }
+
+
+def _passkey_summary(rows: list[dict], names: list[str]) -> dict:
+    """Over the prompts full attention answers: how many each variant answers (retention) and
+    how many it answers token for token as full attention does."""
+    found = [r for r in rows if r["full"]["found"]]
+    return {"prompts": len(rows), "full_attention_finds": len(found),
+            "retention": {n: round(sum(r[n]["found"] for r in found) / len(found), 3)
+                          if found else None for n in names},
+            "same_as_full": {n: sum(r[n]["same_as_full"] for r in found) for n in names}}

@@ -32,6 +32,7 @@ SCENARIOS: dict[str, str] = {
     "multihop": "pipelines.bench.seed:run_multihop",
     "filings": "pipelines.bench.filings:run",
     "filings_runtime": "pipelines.bench.filings_runtime:run",
+    "filings_passkey": "pipelines.bench.filings_runtime:run_passkey",
     "embedding_engines": "pipelines.bench.embedding_engines:run",
     "scaleout": "pipelines.bench.scaleout:run",
 }

@@ -60,3 +60,20 @@ def test_evidence_beyond_the_document_is_a_clear_error():
     with pytest.raises(ValueError, match="q9: evidence pages \\[120\\]"):
         build_sample(PromptLayout(CharTokenizer()), PAGES, {**QUESTION, "id": "q9", "pages": [120]},
                      3000, 0.5)
+
+
+@pytest.mark.parametrize("depth", [0.1, 0.5, 0.9])
+def test_the_filing_passkey_needle_sits_between_sentences_at_its_depth(depth):
+    from pipelines.bench.filings_runtime import filing_sentences, passkey_prompt
+
+    pages = [f"Revenue rose {i} percent. Costs fell in region {i}!  Margins held.\n" for i in range(400)]
+    sentences = filing_sentences(pages, 7)
+    assert sentences[0] == "Revenue rose 7 percent."  # starts at the page asked, whitespace folded
+    ids = passkey_prompt(CharTokenizer(), sentences, 4000, depth, "12345")
+    text = _decode(ids)
+    assert 3900 < len(ids) <= 4000
+    needle = " The pass key is 12345. Remember it. 12345 is the pass key."
+    at = text.index(needle)
+    assert text[at - 1] in ".!"  # after a whole sentence
+    assert abs(at / len(text) - depth) < 0.06
+    assert text.endswith("Answer with the number.<|im_end|>\n<|im_start|>assistant\nThe pass key is")
