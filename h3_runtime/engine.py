@@ -173,6 +173,30 @@ class H3Engine:
             return new
         return self.tokenizer.decode(new, skip_special_tokens=True) if self.tokenizer else new
 
+    @torch.inference_mode()
+    def continuation_logits(self, prompt: str | list[int] | torch.Tensor, continuation: list[int],
+                            cache: H3Cache | None = None) -> torch.Tensor:
+        """Teacher forcing: the logits `(len(continuation), V)` (float32, host) the model gives
+        each token of `continuation` after the prompt and the continuation's tokens before it,
+        computed as decode computes them (the prompt prefilled on the tiers, then one token per
+        forward call, block re-selection included). Fed a reference answer (e.g. full
+        attention's), this measures how far the tiers move each prediction without the drift of
+        free-running greedy decoding. `cache`: as in `generate`."""
+        ids = self._ids(prompt)
+        cache = cache if cache is not None else self.new_cache()
+        done = cache.get_seq_length()
+        forward = self._raw_forward()
+        self.model.set_attn_implementation("h3")
+        out = self._forward_chunks(forward, cache, input_ids=ids[:, done:].to(self.device),
+                                   logits_to_keep=1)
+        rows = [out.logits[0, -1].float().cpu()]
+        for token in continuation[:-1]:
+            step = torch.tensor([[int(token)]], device=self.device)  # (1, 1)
+            cache.note_tokens(step)
+            rows.append(forward(input_ids=step, cache=cache, use_cache=True).logits[0, -1].float().cpu())
+        self.hot_peak_bytes = max(self.hot_peak_bytes, cache.pool.peak_bytes)
+        return torch.stack(rows)
+
     def _raw_forward(self) -> Callable:
         """The model's own forward even if it was wrapped (generate() does its own chunking)."""
         return type(self.model).forward.__get__(self.model)

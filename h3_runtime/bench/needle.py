@@ -29,6 +29,7 @@ import torch
 from h3_runtime.bench.plots import plot_needle, plot_scale
 from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
+from h3_runtime.hf.cache import H3Cache
 from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES
 from h3_runtime.reuse.cache_io import PlainCache
 
@@ -70,20 +71,24 @@ def full_attention(model, ids: list[int], max_new: int,
     return new, t1 - t0, time.perf_counter() - t1b
 
 
+def loaded_cache(engine: H3Engine, ids: list[int], prompt_kv: list) -> tuple[H3Cache, int]:
+    """A fresh cache holding the prompt KV's complete blocks before the prompt's last
+    PROBE_QUERIES tokens, and how many tokens that is. Those last tokens are left to be computed,
+    as in a prefill of the whole prompt: their exact attention (SnapKV's observation window)
+    guides decode's selection, so both paths derive it from the same queries and the same KV."""
+    T = engine.geometry.block_tokens
+    loaded = max(0, (len(ids) - PROBE_QUERIES) // T * T)
+    cache = engine.new_cache()
+    cache.append_kv(torch.stack([k[:, :loaded] for k, _ in prompt_kv]),  # (L, H_kv, n, D)
+                    torch.stack([v[:, :loaded] for _, v in prompt_kv]), ids[:loaded])
+    return cache, loaded
+
+
 def run_variant(engine: H3Engine, ids: list[int], max_new: int,
                 prompt_kv: list | None = None) -> dict:
     """One tiered run. With prompt_kv, the complete blocks before the prompt's last
     PROBE_QUERIES tokens are loaded into the tiers first and only the rest is computed here."""
-    cache, loaded = None, 0
-    if prompt_kv is not None:
-        # the prompt's last PROBE_QUERIES tokens are computed here, as in a prefill of the whole
-        # prompt: their exact attention (SnapKV's observation window) guides decode's selection,
-        # so both paths derive it from the same queries and the same KV
-        T = engine.geometry.block_tokens
-        loaded = max(0, (len(ids) - PROBE_QUERIES) // T * T)
-        cache = engine.new_cache()
-        cache.append_kv(torch.stack([k[:, :loaded] for k, _ in prompt_kv]),  # (L, H_kv, n, D)
-                        torch.stack([v[:, :loaded] for _, v in prompt_kv]), ids[:loaded])
+    cache, loaded = loaded_cache(engine, ids, prompt_kv) if prompt_kv is not None else (None, 0)
     new = engine.generate(ids, max_new_tokens=max_new, cache=cache, return_ids=True)
     s = engine.stats()
     return {"ids": new, "prefill_s": None if loaded else s["prefill_s"],

@@ -113,7 +113,7 @@ def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
     ans = full_answer(model, kv, s.ids, s.max_new, tok.eos_token_id)
     text = tok.decode(ans, skip_special_tokens=True)
     row = {"task": s.task, "length": len(s.ids), "answers": s.answers, "full_kv_bytes": full_kv,
-           "full": {"text": text, "score": string_match_all(text, s.answers),
+           "full": {"text": text, "ids": ans, "score": string_match_all(text, s.answers),
                     "prefill_s": None if prefill_s is None else round(prefill_s, 2),
                     "decode_s": round(time.perf_counter() - t0, 2)}}
     for name, frac, selection, warm in variants:

@@ -11,8 +11,13 @@ Side by side in one run, with the shipped defaults (h3_config.yaml): full attent
 (DynamicCache + sdpa) and H3 at 10% and 5% of the full KV, the sinks + window baseline at 10%.
 The default 135M model rarely states FinanceBench's gold figure (its `score` is reported, string
 match as RULER scores), so what is measured is whether H3 keeps full attention's answer: the
-share of answers token-for-token equal to full attention's, and the mean prefix agreement (the
-share of full attention's answer tokens H3 reproduces before the first differing token).
+share of answers token-for-token equal to full attention's, the mean prefix agreement (the
+share of full attention's answer tokens H3 reproduces before the first differing token), and,
+without the drift of free-running greedy decoding (one early different token changes the rest
+of a free-form answer), teacher forcing along full attention's answer
+(`H3Engine.continuation_logits`): the share of its tokens each variant also ranks first given the
+same preceding tokens (top-1 agreement) and the mean KL divergence of its next-token
+distribution from full attention's.
 
 `h3 bench --scenario filings_passkey`: the passkey test of issue 13 with the filings' own prose as
 the haystack (not the WordNet sentences the RULER bench draws from), through the path a user
@@ -35,9 +40,11 @@ from pathlib import Path
 import pymupdf
 import torch
 
-from h3_runtime.bench.ruler import GiB, run_sample
+from h3_runtime.bench.needle import loaded_cache
+from h3_runtime.bench.ruler import GiB, prompt_kv, run_sample
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import Sample
+from h3_runtime.reuse.cache_io import PlainCache
 from h3_runtime.reuse.prompt import ChunkText, PromptLayout
 from pipelines.bench.filings import corpus_dir
 
@@ -102,6 +109,36 @@ def build_sample(layout: PromptLayout, page_texts: list[str], question: dict, le
                   [question["answer"]], MAX_NEW)
 
 
+@torch.inference_mode()
+def forced_fidelity(base: H3Engine, ids: list[int], answer: list[int], row: dict,
+                    cold_dir: Path) -> None:
+    """Teacher forcing along full attention's answer `answer`: into each variant's entry of
+    `row`, the share of its tokens the variant ranks first and the mean KL(full || variant)."""
+    if not answer:
+        return
+    model = base.model
+    kv, _ = prompt_kv(model, base.fingerprint, ids)
+    model.set_attn_implementation("sdpa")
+    cache = PlainCache(config=model.config)
+    m = len(ids) - 1
+    for layer, (k, v) in enumerate(kv):
+        cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)
+    tail = torch.tensor([ids[m:] + answer[:-1]])
+    full = model(tail, cache=cache, use_cache=True).logits[0].float().cpu()  # (len(answer), V)
+    ref = torch.tensor(answer)
+    full_logp = torch.log_softmax(full, -1)
+    full_kv = len(ids) * base.bytes_per_token_layer * base.n_layers
+    for name, frac, selection, _warm in VARIANTS:
+        engine = H3Engine(model=model, tokenizer=base.tokenizer, hbm_size_gb=full_kv * frac / GiB,
+                          cold_storage_path=cold_dir, selection=selection)
+        cache, _ = loaded_cache(engine, ids, kv)
+        got = engine.continuation_logits(ids, answer, cache=cache)
+        engine.new_cache()  # release this run's tiers
+        logp = torch.log_softmax(got, -1)
+        row[name]["forced_top1"] = round(float((got.argmax(-1) == ref).float().mean()), 4)
+        row[name]["forced_kl"] = round(float((full_logp.exp() * (full_logp - logp)).sum(-1).mean()), 4)
+
+
 def _summary(rows: list[dict], names: list[str]) -> dict:
     out = {}
     for name in names:
@@ -114,9 +151,16 @@ def _summary(rows: list[dict], names: list[str]) -> dict:
             "mean_prefix_agreement": round(statistics.fmean(g["agreement"] for g in got), 3)
             if got else None,
             "score": round(sum(g["score"] for g in got), 2),
+            "forced_top1": _mean(g.get("forced_top1") for g in got),
+            "forced_kl": _mean(g.get("forced_kl") for g in got),
         }
     out["full"] = {"score": round(sum(r["full"]["score"] for r in rows), 2), "answers": len(rows)}
     return out
+
+
+def _mean(values) -> float | None:
+    values = [v for v in values if v is not None]
+    return round(statistics.fmean(values), 4) if values else None
 
 
 def run(out_dir: Path, quick: bool) -> dict:
@@ -139,6 +183,7 @@ def run(out_dir: Path, quick: bool) -> dict:
         sample = build_sample(layout, texts[q["file"]], q, length, depth)
         row = run_sample(base, sample, VARIANTS, Path(out_dir))
         row.update(id=q["id"], file=q["file"], question=q["question"], depth_target=depth)
+        forced_fidelity(base, sample.ids, row["full"]["ids"], row, Path(out_dir) / "ruler-kv")
         rows.append(row)
     names = [name for name, *_ in VARIANTS]
     return {

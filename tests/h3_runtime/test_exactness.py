@@ -74,3 +74,27 @@ def test_greedy_equals_dynamic_cache_default_model(cold_dir):
     ref = greedy_dynamic(engine.model, ids, 20)
     assert engine.generate(ids, max_new_tokens=20, return_ids=True) == ref
     assert engine.stats()["hot_peak_bytes"] <= engine.budget_bytes
+
+
+def test_continuation_logits_follow_the_reference_tokens(cold_dir):
+    """Teacher forcing: exact mode gives full attention's logits along a given continuation;
+    under a small budget the first row is the prefill's (generate's first token) and later rows
+    come from the tiered decode path, within the budget."""
+    model = tiny_llama(layers=2)
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(5))
+    cont = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(6)).tolist()
+    with torch.no_grad():
+        ref = model(torch.cat([ids, torch.tensor([cont[:-1]])], 1)).logits[0, 399:]  # (12, V)
+    engine = H3Engine(model=model, hbm_size_gb=0.01, cold_storage_path=cold_dir)
+    got = engine.continuation_logits(ids, cont)
+    assert engine.stats()["mode"] == "exact"
+    torch.testing.assert_close(got, ref, atol=1e-4, rtol=1e-4)
+    budget = kv_bytes_per_token(model) * 120  # far below the 400-token KV
+    small = H3Engine(model=model, hbm_size_gb=budget / 2**30, cold_storage_path=cold_dir,
+                     config={"runtime": {"block_tokens": 16, "recent_tokens": 16,
+                                         "prefill_chunk_tokens": 32}})
+    tiered = small.continuation_logits(ids, cont)
+    assert tiered.shape == ref.shape and small.stats()["mode"] == "sparse"
+    assert int(tiered[0].argmax()) == small.generate(ids, max_new_tokens=1, return_ids=True)[0]
+    assert not torch.allclose(tiered[1:], ref[1:], atol=1e-4)  # the tiers do change later rows
+    assert small.stats()["hot_peak_bytes"] <= small.budget_bytes
