@@ -157,10 +157,8 @@ class H3Engine:
         cache = cache if cache is not None else self.new_cache()
         done = cache.get_seq_length()
         forward = self._raw_forward()
-        self.model.set_attn_implementation("h3")
         t0 = time.perf_counter()
-        out = self._forward_chunks(forward, cache, input_ids=ids[:, done:].to(self.device),
-                                   logits_to_keep=1)
+        out = self._prefill_rest(forward, cache, ids)
         t1 = time.perf_counter()
         eos = getattr(self.tokenizer, "eos_token_id", None)
         new = greedy_decode(self.model, cache, out.logits[0, -1], max_new_tokens,
@@ -182,13 +180,9 @@ class H3Engine:
         forward call, block re-selection included). Fed a reference answer (e.g. full
         attention's), this measures how far the tiers move each prediction without the drift of
         free-running greedy decoding. `cache`: as in `generate`."""
-        ids = self._ids(prompt)
         cache = cache if cache is not None else self.new_cache()
-        done = cache.get_seq_length()
         forward = self._raw_forward()
-        self.model.set_attn_implementation("h3")
-        out = self._forward_chunks(forward, cache, input_ids=ids[:, done:].to(self.device),
-                                   logits_to_keep=1)
+        out = self._prefill_rest(forward, cache, self._ids(prompt))
         rows = [out.logits[0, -1].float().cpu()]
         for token in continuation[:-1]:
             step = torch.tensor([[int(token)]], device=self.device)  # (1, 1)
@@ -196,6 +190,14 @@ class H3Engine:
             rows.append(forward(input_ids=step, cache=cache, use_cache=True).logits[0, -1].float().cpu())
         self.hot_peak_bytes = max(self.hot_peak_bytes, cache.pool.peak_bytes)
         return torch.stack(rows)
+
+    def _prefill_rest(self, forward: Callable, cache: H3Cache, ids: torch.Tensor):
+        """Prefills the prompt tokens `cache` does not hold yet (its tokens are a prefix of
+        `ids`), keeping the last position's logits only."""
+        self.model.set_attn_implementation("h3")
+        done = cache.get_seq_length()
+        return self._forward_chunks(forward, cache, input_ids=ids[:, done:].to(self.device),
+                                    logits_to_keep=1)
 
     def _raw_forward(self) -> Callable:
         """The model's own forward even if it was wrapped (generate() does its own chunking)."""

@@ -82,14 +82,21 @@ def _prefill_only(model, ids: list[int], keep: list) -> None:
     keep.extend((layer.keys[0].clone(), layer.values[0].clone()) for layer in cache.layers)
 
 
+def full_attention_cache(model, kv: list, m: int) -> PlainCache:
+    """A plain (full-attention) cache holding the prompt KV's first `m` tokens; the model is
+    switched to sdpa attention to read it."""
+    model.set_attn_implementation("sdpa")
+    cache = PlainCache(config=model.config)
+    for layer, (k, v) in enumerate(kv):
+        cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)  # (1, H_kv, m, D)
+    return cache
+
+
 @torch.inference_mode()
 def full_answer(model, kv: list, ids: list[int], max_new: int, eos: int | None) -> list[int]:
     """Full attention's greedy answer from the prompt KV (the last prompt token is run here)."""
-    model.set_attn_implementation("sdpa")
-    cache = PlainCache(config=model.config)
     m = len(ids) - 1
-    for layer, (k, v) in enumerate(kv):
-        cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)  # (1, H_kv, m, D)
+    cache = full_attention_cache(model, kv, m)
     out = model(torch.tensor([ids[m:]]), cache=cache, use_cache=True)
     return greedy_decode(model, cache, out.logits[0, -1], max_new, eos_ids=(eos,) if eos is not None else ())
 

@@ -29,6 +29,7 @@ DynamicCache) against H3 at 20%, 10% and 5% of the full KV, shipped defaults.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import re
@@ -41,10 +42,9 @@ import pymupdf
 import torch
 
 from h3_runtime.bench.needle import loaded_cache
-from h3_runtime.bench.ruler import GiB, prompt_kv, run_sample
+from h3_runtime.bench.ruler import GiB, full_attention_cache, prompt_kv, run_sample
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import Sample
-from h3_runtime.reuse.cache_io import PlainCache
 from h3_runtime.reuse.prompt import ChunkText, PromptLayout
 from pipelines.bench.filings import corpus_dir
 
@@ -53,6 +53,13 @@ VARIANTS = (("window_10%", 0.10, False, None), ("h3_10%", 0.10, True, None),
 DEPTHS = (0.1, 0.5, 0.9)
 MAX_NEW = 32
 QUICK_QUESTIONS = 5
+
+
+@functools.cache
+def filing_pages(pdf: Path) -> list[str]:
+    """The text of each page of a filing (read once per run: several questions share a file)."""
+    with pymupdf.open(pdf) as doc:
+        return [page.get_text() for page in doc]
 
 
 def evidence_pages(pages: list[int], n_pages: int) -> list[int]:
@@ -118,11 +125,8 @@ def forced_fidelity(base: H3Engine, ids: list[int], answer: list[int], row: dict
         return
     model = base.model
     kv, _ = prompt_kv(model, base.fingerprint, ids)
-    model.set_attn_implementation("sdpa")
-    cache = PlainCache(config=model.config)
     m = len(ids) - 1
-    for layer, (k, v) in enumerate(kv):
-        cache.update(k[None, :, :m].clone(), v[None, :, :m].clone(), layer)
+    cache = full_attention_cache(model, kv, m)
     tail = torch.tensor([ids[m:] + answer[:-1]])
     full = model(tail, cache=cache, use_cache=True).logits[0].float().cpu()  # (len(answer), V)
     ref = torch.tensor(answer)
@@ -175,15 +179,11 @@ def run(out_dir: Path, quick: bool) -> dict:
     base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "ruler-kv")
     layout = PromptLayout(base.tokenizer)
     t0 = time.perf_counter()
-    texts: dict[str, list[str]] = {}
     rows, skipped = [], []
     for i, q in enumerate(questions):
-        if q["file"] not in texts:
-            with pymupdf.open(corpus / "pdfs" / q["file"]) as doc:
-                texts[q["file"]] = [page.get_text() for page in doc]
         depth = DEPTHS[i % len(DEPTHS)]
         try:
-            sample = build_sample(layout, texts[q["file"]], q, length, depth)
+            sample = build_sample(layout, filing_pages(corpus / "pdfs" / q["file"]), q, length, depth)
         except ValueError as exc:  # a question whose evidence is not in its file: skipped, named
             skipped.append(str(exc))
             print(f"bench filings_runtime: skipped {exc}", file=sys.stderr, flush=True)
@@ -261,17 +261,13 @@ def run_passkey(out_dir: Path, quick: bool) -> dict:
     forward = model.forward
     lengths = PASSKEY_LENGTHS[:1] if quick else PASSKEY_LENGTHS
     t0 = time.perf_counter()
-    texts: dict[str, list[str]] = {}
     rows = []
     for length in lengths:
         for seed in range(1 if quick else PASSKEY_SEEDS):
             for depth in DEPTHS:
                 rng = random.Random(f"filings-passkey-{length}-{seed}-{depth}")
                 pdf = pdfs[rng.randrange(len(pdfs))]
-                if pdf.name not in texts:
-                    with pymupdf.open(pdf) as doc:
-                        texts[pdf.name] = [page.get_text() for page in doc]
-                pages = texts[pdf.name]
+                pages = filing_pages(pdf)
                 key = str(rng.randint(10000, 99999))
                 ids = passkey_prompt(tok, filing_sentences(pages, rng.randrange(len(pages))),
                                      length, depth, key)
