@@ -111,10 +111,14 @@ def prefix_agreement(tokens: list[int], ref: list[int]) -> float:
     return round(same / max(len(ref), 1), 4)
 
 
-def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path) -> dict:
-    """Full attention's answer to one sample, then each variant's from the same prompt KV."""
+def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path,
+               kv: list | None = None) -> dict:
+    """Full attention's answer to one sample, then each variant's from the same prompt KV
+    (`kv`: the prompt KV if the caller holds it already, else loaded or computed here)."""
     model, tok = base.model, base.tokenizer
-    kv, prefill_s = prompt_kv(model, base.fingerprint, s.ids)
+    prefill_s = None
+    if kv is None:
+        kv, prefill_s = prompt_kv(model, base.fingerprint, s.ids)
     full_kv = len(s.ids) * base.bytes_per_token_layer * base.n_layers
     t0 = time.perf_counter()
     ans = full_answer(model, kv, s.ids, s.max_new, tok.eos_token_id)

@@ -117,14 +117,14 @@ def build_sample(layout: PromptLayout, page_texts: list[str], question: dict, le
 
 
 @torch.inference_mode()
-def forced_fidelity(base: H3Engine, ids: list[int], answer: list[int], row: dict,
+def forced_fidelity(base: H3Engine, ids: list[int], kv: list, answer: list[int], row: dict,
                     cold_dir: Path) -> None:
-    """Teacher forcing along full attention's answer `answer`: into each variant's entry of
-    `row`, the share of its tokens the variant ranks first and the mean KL(full || variant)."""
+    """Teacher forcing along full attention's answer `answer` (kv: the prompt's full-attention
+    KV): into each variant's entry of `row`, the share of its tokens the variant ranks first and
+    the mean KL(full || variant)."""
     if not answer:
         return
     model = base.model
-    kv, _ = prompt_kv(model, base.fingerprint, ids)
     m = len(ids) - 1
     cache = full_attention_cache(model, kv, m)
     tail = torch.tensor([ids[m:] + answer[:-1]])
@@ -188,9 +188,12 @@ def run(out_dir: Path, quick: bool) -> dict:
             skipped.append(str(exc))
             print(f"bench filings_runtime: skipped {exc}", file=sys.stderr, flush=True)
             continue
-        row = run_sample(base, sample, VARIANTS, Path(out_dir))
+        kv, prefill_s = prompt_kv(base.model, base.fingerprint, sample.ids)  # once for both
+        row = run_sample(base, sample, VARIANTS, Path(out_dir), kv=kv)
+        row["full"]["prefill_s"] = None if prefill_s is None else round(prefill_s, 2)
         row.update(id=q["id"], file=q["file"], question=q["question"], depth_target=depth)
-        forced_fidelity(base, sample.ids, row["full"]["ids"], row, Path(out_dir) / "ruler-kv")
+        forced_fidelity(base, sample.ids, kv, row["full"]["ids"], row, Path(out_dir) / "ruler-kv")
+        del kv
         rows.append(row)
     names = [name for name, *_ in VARIANTS]
     return {
