@@ -112,13 +112,12 @@ def prefix_agreement(tokens: list[int], ref: list[int]) -> float:
 
 
 def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path,
-               kv: list | None = None) -> dict:
+               prompt: tuple[list, float | None] | None = None) -> dict:
     """Full attention's answer to one sample, then each variant's from the same prompt KV
-    (`kv`: the prompt KV if the caller holds it already, else loaded or computed here)."""
+    (`prompt`: what `prompt_kv` returned, if the caller holds it already; else loaded or
+    computed here)."""
     model, tok = base.model, base.tokenizer
-    prefill_s = None
-    if kv is None:
-        kv, prefill_s = prompt_kv(model, base.fingerprint, s.ids)
+    kv, prefill_s = prompt if prompt is not None else prompt_kv(model, base.fingerprint, s.ids)
     full_kv = len(s.ids) * base.bytes_per_token_layer * base.n_layers
     t0 = time.perf_counter()
     ans = full_answer(model, kv, s.ids, s.max_new, tok.eos_token_id)

@@ -188,12 +188,12 @@ def run(out_dir: Path, quick: bool) -> dict:
             skipped.append(str(exc))
             print(f"bench filings_runtime: skipped {exc}", file=sys.stderr, flush=True)
             continue
-        kv, prefill_s = prompt_kv(base.model, base.fingerprint, sample.ids)  # once for both
-        row = run_sample(base, sample, VARIANTS, Path(out_dir), kv=kv)
-        row["full"]["prefill_s"] = None if prefill_s is None else round(prefill_s, 2)
+        prompt = prompt_kv(base.model, base.fingerprint, sample.ids)  # read once for both
+        row = run_sample(base, sample, VARIANTS, Path(out_dir), prompt=prompt)
         row.update(id=q["id"], file=q["file"], question=q["question"], depth_target=depth)
-        forced_fidelity(base, sample.ids, kv, row["full"]["ids"], row, Path(out_dir) / "ruler-kv")
-        del kv
+        forced_fidelity(base, sample.ids, prompt[0], row["full"]["ids"], row,
+                        Path(out_dir) / "ruler-kv")
+        del prompt  # one prompt KV alive at a time
         rows.append(row)
     names = [name for name, *_ in VARIANTS]
     return {
