@@ -27,6 +27,7 @@ from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.cold import KVBlockStore, cold_root
 from h3_runtime.kvcache.geometry import plan_geometry
 from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.key_basis import key_basis
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.tiers import WarmTier
 from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model
@@ -83,10 +84,17 @@ class H3Engine:
         ctx = TierContext(pool, warm, self.cold, self.stats_counters, self.scheduler, keys.cold_key,
                           selection=self.selection,
                           exact_prefill=self.config.runtime.prefill_attention == "exact",
-                          reselect_every=self.config.runtime.decode_reselect_every)
+                          reselect_every=self.config.runtime.decode_reselect_every,
+                          key_basis=self.key_basis if self.selection else None)
         cache = H3Cache(self.n_layers, self.geometry, ctx, keys, self.device, exact_allowed)
         self.cache = cache
         return cache
+
+    @functools.cached_property
+    def key_basis(self) -> torch.Tensor:
+        """(n_layers, H_kv, D, r): the model's key basis for decode's per-token sketches (fitted
+        once per model and cached under H3_HOME: kvcache/key_basis.py)."""
+        return key_basis(self.model, self.tokenizer, self.fingerprint)
 
     def cache_stats(self, cache: H3Cache) -> dict:
         """What one request's cache used of this engine's hot budget (ReuseRuntime reports it)."""

@@ -38,6 +38,7 @@ class TierContext:
     selection: bool = True  # False: sinks + window only (the StreamingLLM-like baseline)
     exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
     reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
+    key_basis: torch.Tensor | None = None  # (n_layers, H_kv, D, r): per-token key sketches
     observe_window: bool = True  # the exact prefill's chunk is a forward call's last: it scores
     # its last queries' attention per block for decode (exact_prefill._BlockMass)
 
@@ -97,18 +98,20 @@ class BlockMoves:
             pass
         return block
 
-    def fetch_group(self, blocks: list[int], to: str) -> list[KVBlock | None]:
-        """`fetch(b, to, count_hit=False)` for each block, with one pass over the warm ones (a
+    def fetch_group(self, blocks: list[int], to: str, count_hit: bool = False) -> list[KVBlock | None]:
+        """`fetch(b, to, count_hit)` for each block, with one pass over the warm ones (a
         streamed prefill reads every earlier block per chunk: ~250K reads at 8K tokens in
         8-token blocks, where per-block bookkeeping cost more than the copies)."""
         in_warm = self.summaries.in_warm[torch.tensor(blocks, dtype=torch.long)].tolist()
         warm_ids = [BlockId(self.layer, b) for b, w in zip(blocks, in_warm, strict=True) if w]
         warm_blocks = self.ctx.warm.load_many(warm_ids)
+        if count_hit:
+            self.ctx.stats.hits["warm"] += len(warm_blocks)
         if to == "hot" and warm_blocks:  # a layer's blocks all have one size
             self.ctx.stats.migrations["warm->hot"] += len(warm_blocks)
             self.ctx.stats.bytes_moved["warm->hot"] += warm_blocks[0].nbytes * len(warm_blocks)
         warm = iter(warm_blocks)
-        return [next(warm) if w else self.fetch(b, to, count_hit=False)
+        return [next(warm) if w else self.fetch(b, to, count_hit)
                 for b, w in zip(blocks, in_warm, strict=True)]
 
     def demote(self, b: int) -> None:
@@ -152,19 +155,34 @@ def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
         stats.move("warm->hot", head_slots.block_bytes)
 
     for head_slots, evict in zip(slots, plan.evict, strict=True):
-        for b in evict:
-            head_slots.drop(b)
-            stats.migrations["hot->warm"] += 1  # its bytes are still in warm/cold: no copy
-    for head_slots, hot in zip(slots, plan.hot, strict=True):
-        missing = [b for b in hot if not head_slots.lookup(b)]  # decode: mostly none
-        stats.hits["hot"] += len(hot) - len(missing)
-        for b in missing:
-            if b in prefetched:
-                stats.prefetch_hits += 1
-                prefetched.discard(b)
-            block = host_copy(b)
-            if block is not None:
-                make_hot(head_slots, b, block)
+        head_slots.drop_many(evict)
+        stats.migrations["hot->warm"] += len(evict)  # their bytes are still in warm/cold: no copy
+    # blocks made hot: each read once (whatever the heads wanting it), stacked once, then each
+    # head copies its slice of its blocks in one go
+    missing = [[b for b in hot if not h.lookup(b)] for h, hot in zip(slots, plan.hot, strict=True)]
+    union = sorted({b for m in missing for b in m})
+    for b in prefetched.intersection(union):
+        stats.prefetch_hits += 1
+        prefetched.discard(b)
+    read.update(zip(union, moves.fetch_group(union, to="warm", count_hit=True), strict=True)
+                if union else ())
+    host = {b: read[b] for b in union if read[b] is not None}  # None: corrupted, left out
+    if host:
+        order = {b: i for i, b in enumerate(host)}
+        keys = torch.stack([blk.keys for blk in host.values()])  # (u, H_kv, T, D)
+        values = torch.stack([blk.values for blk in host.values()])
+    for head_slots, hot, want in zip(slots, plan.hot, missing, strict=True):
+        stats.hits["hot"] += len(hot) - len(want)
+        got = [b for b in want if b in host]
+        if not got:
+            continue
+        idx = torch.tensor([order[b] for b in got])
+        k = keys[idx, head_slots.heads].transpose(0, 1).flatten(1, 2)  # (heads, m*T, D)
+        v = values[idx, head_slots.heads].transpose(0, 1).flatten(1, 2)
+        head_slots.store_many(got, k, v, [host[b].checksum for b in got],
+                              masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
+        stats.migrations["warm->hot"] += len(got)
+        stats.bytes_moved["warm->hot"] += head_slots.block_bytes * len(got)
     for b in plan.prefetch:
         room = [h for h in slots if h.free_slots and not h.lookup(b)]
         if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):

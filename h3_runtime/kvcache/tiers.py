@@ -184,6 +184,43 @@ class HotSlots(Tier):
         self._checksums[key] = block.checksum
         self._pool.occupy(self.block_bytes)
 
+    def store_many(self, keys: list[Hashable], k: torch.Tensor, v: torch.Tensor,
+                   checksums: list[int], masked_prefix: int = 0,
+                   masked_key: Hashable | None = None) -> None:
+        """`store` for several blocks given as rows already sliced to this tier's heads
+        (k, v: (heads, len(keys) * T, D), block after block), in one copy per tensor: decode
+        swaps ~8 blocks per head and step at 8K tokens, and a copy per block cost ~5 ms per
+        token in overhead. `masked_prefix` leading tokens of block `masked_key` stay masked.
+        The keys must not be held here yet."""
+        if not keys:
+            return
+        if len(keys) > len(self._free):
+            raise TierFullError("hot slots full")
+        slots = [self._free.pop() for _ in keys]
+        T, D = self.T, self.k.shape[2]
+        idx = torch.tensor(slots, device=self.k.device)
+        heads = self.k.shape[0]
+        self.k.view(heads, self.n_slots, T, D)[:, idx] = k.to(self.k.device).view(heads, -1, T, D)
+        self.v.view(heads, self.n_slots, T, D)[:, idx] = v.to(self.v.device).view(heads, -1, T, D)
+        self.bias.view(self.n_slots, T)[idx] = 0.0
+        for key, slot, checksum in zip(keys, slots, checksums, strict=True):
+            self.slot_of[key] = slot
+            self._checksums[key] = checksum
+            if key == masked_key and masked_prefix:
+                self.bias[slot * T : slot * T + masked_prefix] = float("-inf")
+        self._pool.occupy(self.block_bytes * len(keys))
+
+    def drop_many(self, keys: list[Hashable]) -> None:
+        """`drop` for several blocks, one bias write for all."""
+        slots = [s for s in (self.slot_of.pop(k, None) for k in keys) if s is not None]
+        if not slots:
+            return
+        for k in keys:
+            self._checksums.pop(k, None)
+        self.bias.view(self.n_slots, self.T)[torch.tensor(slots, device=self.bias.device)] = float("-inf")
+        self._free.extend(slots)
+        self._pool.vacate(self.block_bytes * len(slots))
+
     def touch(self, key: Hashable) -> None:
         pass  # placement in hot is decided by the AHAS heat, not by recency
 

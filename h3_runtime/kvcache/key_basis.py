@@ -1,0 +1,91 @@
+"""A low-rank basis of each layer's keys, fitted once per model: what the per-token key sketches
+(summaries.py) are written in.
+
+Keys of one KV head live near a low-dimensional subspace (Loki, Singhania et al. 2024: about a
+quarter of the head dimension holds most of their energy), so q.k is approximated well by
+(q P).(k P) with P the top RANK eigenvectors of the keys' second moment. Storing k P per token
+(int8) lets decode rank blocks by an estimate of each token's own score - the max over a block's
+tokens - instead of the min/max-key box's upper bound, which one large coordinate loosens for the
+whole block.
+
+The basis is fitted on the model's keys for FIT_TOKENS tokens of varied English prose
+(ruler_tasks.prose_sentences: WordNet glosses, shipped with timm), never on the document being
+served: the same basis for every prompt keeps answers independent of where the KV came from, and
+the documents a user serves are never read to fit it. Cached under
+$H3_HOME/key_basis/<model fingerprint>-r<RANK>.pt (a torn or foreign file is refitted).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import torch
+from transformers import DynamicCache
+
+from h3_runtime.home import under_home
+
+log = logging.getLogger("h3_runtime")
+
+RANK = 16  # sketch dimensions per KV head: int8 sketches + a float16 scale = 18 B per token-head
+FIT_TOKENS = 4096
+
+
+def key_basis(model, tokenizer, fingerprint: str) -> torch.Tensor:
+    """(n_layers, H_kv, D, r) float32 on the host, r = min(RANK, D): the model's key basis, loaded
+    from H3_HOME or fitted (about 6 s for the 135M model on 2 cores) and cached there."""
+    path = under_home("key_basis", f"{fingerprint}-r{RANK}.pt")
+    if path.exists():
+        try:
+            basis = torch.load(path, weights_only=True)
+            if isinstance(basis, torch.Tensor) and basis.ndim == 4:
+                return basis
+        except Exception:  # a torn write: refit  # noqa: BLE001
+            pass
+        log.warning("key basis %s unreadable: refitting it", path)
+        path.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    basis = fit_key_basis(model, _fit_ids(model, tokenizer)).clone()  # not an inference tensor
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".tmp{time.time_ns()}")
+    torch.save(basis, tmp)
+    tmp.replace(path)
+    log.info("key basis fitted in %.1f s: %s", time.perf_counter() - t0, path)
+    return basis
+
+
+@torch.inference_mode()
+def fit_key_basis(model, ids: torch.Tensor) -> torch.Tensor:
+    """The top-r eigenvectors of each (layer, KV head)'s key second moment over `ids` (1, n):
+    the rank-r subspace that keeps most of the keys' energy, so of q.k. (n_layers, H_kv, D, r)."""
+    previous = model.config._attn_implementation
+    model.set_attn_implementation("sdpa")
+    try:
+        cache = DynamicCache(config=model.config)
+        model(ids.to(next(model.parameters()).device), cache=cache, use_cache=True, logits_to_keep=1)
+    finally:
+        model.set_attn_implementation(previous)
+    out = []
+    for layer in cache.layers:
+        k = layer.keys[0].float().cpu()  # (H_kv, n, D), RoPE applied: what attention reads
+        second_moment = k.transpose(1, 2) @ k / k.shape[1]  # (H_kv, D, D)
+        _, vectors = torch.linalg.eigh(second_moment.double())  # ascending eigenvalues
+        r = min(RANK, k.shape[2])
+        out.append(vectors[:, :, -r:].flip(-1).float())  # (H_kv, D, r), largest first
+    return torch.stack(out).contiguous()
+
+
+def _fit_ids(model, tokenizer) -> torch.Tensor:
+    """FIT_TOKENS of prose for a model with a tokenizer; deterministic ids otherwise (the tiny
+    random models of the tests, which have no words to read)."""
+    n = min(FIT_TOKENS, int(getattr(model.config, "max_position_embeddings", FIT_TOKENS) or FIT_TOKENS))
+    if tokenizer is not None:
+        from h3_runtime.evals.ruler_tasks import prose_sentences
+
+        ids: list[int] = []
+        for sentence in prose_sentences()[::7]:  # every 7th gloss: topics spread over the list
+            ids.extend(tokenizer(" " + sentence, add_special_tokens=False).input_ids)
+            if len(ids) >= n:
+                return torch.tensor([ids[:n]])
+    vocab = int(model.config.vocab_size)
+    return (torch.arange(n) * 7919 % max(vocab - 10, 1) + 5)[None]
