@@ -62,7 +62,7 @@ class RuntimeConfig:
     # decode re-selects each layer's hot blocks for the current query every this many tokens
     # (1: every token, as Quest does); in between the hot set stays. Selection is most of a
     # decoded token's own cost on a CPU (h3 bench --scenario decode)
-    decode_reselect_every: int = 2
+    decode_reselect_every: int = 3
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)

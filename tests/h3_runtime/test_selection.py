@@ -164,3 +164,24 @@ def test_only_a_forward_call_s_last_chunk_scores_the_observation_window(cold_dir
     for layer in cache.layers:
         mass = layer.store.prompt_mass  # what decode's selection adds to the block bound
         assert mass is not None and mass.shape[1] >= 1 and float(mass.max()) > 0
+
+
+def test_decode_keeps_the_prompt_s_strong_picks_and_prefers_the_blocks_a_head_holds(cold_dir):
+    model = tiny_llama(layers=1)
+    engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                      cold_storage_path=cold_dir, config={"runtime": {"block_tokens": 16}})
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(5))
+    engine.generate(ids, max_new_tokens=3)
+    store = engine.cache.layers[0].store
+    n, H = store.recent_start // store.g.block_tokens, len(store.slots)
+    held = [set(s.slot_of) for s in store.slots]
+    assert any(held) and n > 3
+    store.prompt_mass = torch.zeros(H, n)
+    store.prompt_mass[:, 1] = 0.3  # a block the prompt's last queries read hard: kept
+    store.prompt_mass[:, 2] = layer_store.PROMPT_MASS_FLOOR / 2  # a glance: not pinned
+    out = store._decode_preferences(torch.full((H, n), 0.01), n)
+    for h in range(H):
+        for b in range(n):
+            base = 0.3 if b == 1 else 0.01
+            bonus = layer_store.RESIDENT_BONUS if b in held[h] else 1.0
+            assert abs(float(out[h, b]) - base * bonus) < 1e-6, (h, b)
