@@ -98,3 +98,15 @@ def test_runtime_config_imports_without_the_pipeline():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_the_shipped_file_says_what_the_code_defaults_are():
+    # H3Engine() without a config runs the dataclass defaults (the benches do): a value changed
+    # in h3_config.yaml only would make the README's measured defaults differ from a user's
+    shipped = H3Config.load(REPO / "h3_config.yaml", strict=False).to_dict()
+    defaults = H3Config().to_dict()
+    for section, keys in shipped.items():
+        for key, value in keys.items():
+            if key in ("path", "cold_storage_path"):  # null in the file: resolved at run time
+                continue
+            assert value == defaults[section][key], f"{section}.{key}: file {value}, code {defaults[section][key]}"
