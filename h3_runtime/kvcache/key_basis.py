@@ -3,16 +3,16 @@
 
 Keys of one KV head live near a low-dimensional subspace (Loki, Singhania et al. 2024: about a
 quarter of the head dimension holds most of their energy), so q.k is approximated well by
-(q P).(k P) with P the top RANK eigenvectors of the keys' second moment. Storing k P per token
-(int8) lets decode rank blocks by an estimate of each token's own score - the max over a block's
-tokens - instead of the min/max-key box's upper bound, which one large coordinate loosens for the
-whole block.
+(q P).(k P) with P the top r eigenvectors of the keys' second moment (r = sketch_rank(D): 16
+for the 135M model). Storing k P per token (int8) lets decode rank blocks by an estimate of each
+token's own score - the max over a block's tokens - instead of the min/max-key box's upper
+bound, which one large coordinate loosens for the whole block.
 
 The basis is fitted on the model's keys for FIT_TOKENS tokens of varied English prose
 (ruler_tasks.prose_sentences: WordNet glosses, shipped with timm), never on the document being
 served: the same basis for every prompt keeps answers independent of where the KV came from, and
 the documents a user serves are never read to fit it. Cached under
-$H3_HOME/key_basis/<model fingerprint>-r<RANK>.pt (a torn or foreign file is refitted).
+$H3_HOME/key_basis/<model fingerprint>-r<r>.pt (a torn or foreign file is refitted).
 """
 
 from __future__ import annotations
@@ -27,14 +27,25 @@ from h3_runtime.home import under_home
 
 log = logging.getLogger("h3_runtime")
 
-RANK = 16  # sketch dimensions per KV head: int8 sketches + a float16 scale = 18 B per token-head
+RANK = 16  # sketch dimensions per KV head at most: int8 + a float16 scale = 18 B per token-head
 FIT_TOKENS = 4096
 
 
+def sketch_rank(head_dim: int) -> int:
+    """Sketch dimensions for a head dimension: a quarter of it (Loki's finding: that much holds
+    most of the keys' energy), at most RANK. A quarter keeps the sketches (r int8 + a 2-byte
+    scale per token-head) at 1/32 + 1/(4D) of the float32 KV or less: 3.5% for the 135M model's
+    64-dim heads, 1.8% for 128-dim ones, 4.7% for the 16-dim heads of the tests' tiny model
+    (14% when r was the whole head dimension)."""
+    return max(1, min(RANK, head_dim // 4))
+
+
 def key_basis(model, tokenizer, fingerprint: str) -> torch.Tensor:
-    """(n_layers, H_kv, D, r) float32 on the host, r = min(RANK, D): the model's key basis, loaded
-    from H3_HOME or fitted (about 6 s for the 135M model on 2 cores) and cached there."""
-    path = under_home("key_basis", f"{fingerprint}-r{RANK}.pt")
+    """(n_layers, H_kv, D, r) float32 on the host, r = sketch_rank(D): the model's key basis,
+    loaded from H3_HOME or fitted (about 6 s for the 135M model on 2 cores) and cached there."""
+    cfg = model.config
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    path = under_home("key_basis", f"{fingerprint}-r{sketch_rank(head_dim)}.pt")
     if path.exists():
         try:
             basis = torch.load(path, weights_only=True)
@@ -70,7 +81,7 @@ def fit_key_basis(model, ids: torch.Tensor) -> torch.Tensor:
         k = layer.keys[0].float().cpu()  # (H_kv, n, D), RoPE applied: what attention reads
         second_moment = k.transpose(1, 2) @ k / k.shape[1]  # (H_kv, D, D)
         _, vectors = torch.linalg.eigh(second_moment.double())  # ascending eigenvalues
-        r = min(RANK, k.shape[2])
+        r = sketch_rank(k.shape[2])
         out.append(vectors[:, :, -r:].flip(-1).float())  # (H_kv, D, r), largest first
     return torch.stack(out).contiguous()
 
