@@ -123,7 +123,7 @@ class _BlockMass:
     """The exact attention mass each earlier block gets from the chunk's last PROBE_QUERIES
     queries (any head): SnapKV's observation window. After the last prompt chunk these are the
     question's final tokens, so the blocks they read (a needle, a variable chain) stay among
-    decode's picks even where the min/max-key bound of one decode query ranks them low."""
+    decode's picks even where one decode query's own ranking puts them low."""
 
     def __init__(self, q: torch.Tensor, n_kv_heads: int, scaling: float, block_tokens: int):
         _, Hq, C, D = q.shape

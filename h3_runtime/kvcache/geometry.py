@@ -72,10 +72,11 @@ def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
 
     `runtime.block_tokens` is the largest block size: while the budget holds fewer than MIN_SLOTS
     block slots per layer, the block size halves (down to MIN_BLOCK_TOKENS). A small budget thus
-    gets many small blocks instead of a few big ones: the min/max-key box of a small block
-    bounds q.k far more tightly than a 64-token one's, and the same hot bytes then hold the
-    needles' blocks plus many more candidates (RULER tasks, 4K tokens, 5% of the KV, held-out
-    seeds: 7 slots of 16 tokens per head kept 0.61 of full attention's score, 15 of 8 kept 0.84)."""
+    gets many small blocks instead of a few big ones: a small block's score (its best token's
+    estimated q.k; before the key sketches, its min/max-key box's bound) speaks for fewer
+    tokens, and the same hot bytes then hold the needles' blocks plus many more candidates
+    (RULER tasks, 4K tokens, 5% of the KV, held-out seeds, box bound: 7 slots of 16 tokens per
+    head kept 0.61 of full attention's score, 15 of 8 kept 0.84)."""
     T = rt.block_tokens
     while True:
         g = _split(budget_bytes, n_layers, bytes_per_token_layer, rt, selection, T)
