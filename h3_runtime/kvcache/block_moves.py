@@ -108,8 +108,7 @@ class BlockMoves:
         if count_hit:
             self.ctx.stats.hits["warm"] += len(warm_blocks)
         if to == "hot" and warm_blocks:  # a layer's blocks all have one size
-            self.ctx.stats.migrations["warm->hot"] += len(warm_blocks)
-            self.ctx.stats.bytes_moved["warm->hot"] += warm_blocks[0].nbytes * len(warm_blocks)
+            self.ctx.stats.move("warm->hot", warm_blocks[0].nbytes * len(warm_blocks), len(warm_blocks))
         warm = iter(warm_blocks)
         return [next(warm) if w else self.fetch(b, to, count_hit)
                 for b, w in zip(blocks, in_warm, strict=True)]
@@ -181,8 +180,7 @@ def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
         v = values[idx, head_slots.heads].transpose(0, 1).flatten(1, 2)
         head_slots.store_many(got, k, v, [host[b].checksum for b in got],
                               masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
-        stats.migrations["warm->hot"] += len(got)
-        stats.bytes_moved["warm->hot"] += head_slots.block_bytes * len(got)
+        stats.move("warm->hot", head_slots.block_bytes * len(got), len(got))
     for b in plan.prefetch:
         room = [h for h in slots if h.free_slots and not h.lookup(b)]
         if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):

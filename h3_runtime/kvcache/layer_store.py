@@ -74,8 +74,7 @@ class LayerStore:
         bias = torch.full((H, N), NEG_INF, dtype=torch.float32, device=device)
         if self.k is not None:
             for head_slots in self.slots:
-                for b in list(head_slots.slot_of):
-                    head_slots.drop(b)
+                head_slots.drop_many(list(head_slots.slot_of))
             k[:, :keep], v[:, :keep] = self.k[:, :keep], self.v[:, :keep]  # sinks + ring
             bias[:, :keep] = self.bias[:, :keep]
             self.ctx.pool.release(self.buffer_bytes, "layer buffers")
@@ -149,8 +148,7 @@ class LayerStore:
         selected blocks): what decode selects then depends only on the KV and the prompt, so a
         document loaded from cold and one recomputed give the same tokens under one budget."""
         for head_slots in self.slots:
-            for b in list(head_slots.slot_of):
-                head_slots.drop(b)
+            head_slots.drop_many(list(head_slots.slot_of))
         self.heat = LayerHeat(len(self.slots))
         self.prefetched.clear()
         self.last_pattern = None

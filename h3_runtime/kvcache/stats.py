@@ -15,8 +15,9 @@ class TierStats:
     prefetch_hits: int = 0
     integrity_errors: int = 0
 
-    def move(self, pair: str, nbytes: int) -> None:
-        self.migrations[pair] += 1
+    def move(self, pair: str, nbytes: int, count: int = 1) -> None:
+        """`count` blocks moved along `pair`, `nbytes` in all."""
+        self.migrations[pair] += count
         self.bytes_moved[pair] += nbytes
 
     def to_dict(self) -> dict:
