@@ -22,7 +22,7 @@ from h3_runtime.config import H3Config
 from h3_runtime.decode import greedy_decode
 from h3_runtime.hf.attention import register
 from h3_runtime.hf.cache import H3Cache
-from h3_runtime.kvcache.block import BlockKeys
+from h3_runtime.kvcache.block import BlockKeys, decode_kv_dtype
 from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.cold import KVBlockStore, cold_root
 from h3_runtime.kvcache.geometry import plan_geometry
@@ -62,8 +62,11 @@ class H3Engine:
         self.bytes_per_token_layer = 2 * self.n_kv_heads * self.head_dim * self.elt
         self.budget_bytes = int(rt.hbm_size_gb * GiB)
         self.selection = selection
-        self.geometry = plan_geometry(self.budget_bytes, self.n_layers, self.bytes_per_token_layer,
-                                      rt, selection=selection)
+        self.decode_dtype = decode_kv_dtype(next(model.parameters()).dtype, rt.decode_kv_dtype)
+        self.geometry = plan_geometry(
+            self.budget_bytes, self.n_layers, self.bytes_per_token_layer, rt, selection=selection,
+            decode_bytes_per_token_layer=2 * self.n_kv_heads * self.head_dim
+            * self.decode_dtype.itemsize)
         self.cold = KVBlockStore(cold_root(rt.cold_storage_path), int(rt.cold_storage_max_gb * GiB))
         self.scheduler = AhasScheduler(self.config.scheduler, self.config.hbf)
         self.fingerprint = fingerprint(model)
@@ -85,7 +88,8 @@ class H3Engine:
                           selection=self.selection,
                           exact_prefill=self.config.runtime.prefill_attention == "exact",
                           reselect_every=self.config.runtime.decode_reselect_every,
-                          key_basis=self.key_basis if self.selection else None)
+                          key_basis=self.key_basis if self.selection else None,
+                          decode_dtype=self.decode_dtype)
         cache = H3Cache(self.n_layers, self.geometry, ctx, keys, self.device, exact_allowed)
         self.cache = cache
         return cache

@@ -137,12 +137,13 @@ class H3Cache(Cache):
             for i, other in enumerate(self.layers):
                 if other.is_initialized and other.store is None:
                     self._to_sparse(i, key_states)
-        if layer_idx == 0 and self.sparse and q > 1:
-            # a prefill chunk after decoding: decode's larger block slots give the chunk and its
-            # staging their room back before any layer reserves them (geometry.py)
+        if layer_idx == 0 and self.sparse:
+            # every layer switches buffers before any attends (geometry.py): a prefill chunk
+            # after decoding gets its room (and its dtype) back from decode's larger block slots;
+            # the first decoded token gets them
             for other in self.layers:
                 if other.store is not None:
-                    other.store.resize_slots(self.geometry.n_slots)
+                    other.store.resize_slots(decoding=q == 1)
         nbytes = key_states.nbytes + value_states.nbytes
         if getattr(_pending, "item", None) is not None:
             _pending.item = None

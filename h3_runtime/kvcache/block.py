@@ -14,6 +14,24 @@ import torch
 
 # the dtypes KV is stored in, by the name files and configs use
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+_FP16_MAX = torch.finfo(torch.float16).max
+
+
+def decode_kv_dtype(model_dtype: torch.dtype, setting: str) -> torch.dtype:
+    """Decode's hot KV dtype for `runtime.decode_kv_dtype`: the named one where it is narrower
+    than the model's (a bfloat16 model keeps bfloat16: float16 would save nothing and could
+    overflow), else the model's."""
+    if setting == "model" or DTYPES[setting].itemsize >= model_dtype.itemsize:
+        return model_dtype
+    return DTYPES[setting]
+
+
+def to_hot(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """`x` in a hot buffer's dtype; float16 saturates at its largest finite value instead of
+    turning a large key into inf (which would poison attention with NaN)."""
+    if dtype == torch.float16 and x.dtype != dtype:
+        x = x.clamp(-_FP16_MAX, _FP16_MAX)
+    return x.to(dtype)
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,7 @@ class TierContext:
     exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
     reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
     key_basis: torch.Tensor | None = None  # (n_layers, H_kv, D, r): per-token key sketches
+    decode_dtype: torch.dtype | None = None  # decode's hot buffers (None: the model's dtype)
     observe_window: bool = True  # the exact prefill's chunk is a forward call's last: it scores
     # its last queries' attention per block for decode (exact_prefill._BlockMass)
 

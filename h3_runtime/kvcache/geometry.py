@@ -9,13 +9,20 @@ While prefilling:
 plus its new tokens, alive only while that layer attends; the exact prefill streams its block
 groups through that room). Decoding needs neither the chunk nor the staging: each new token is
 one token, read in place. So each layer's block slots grow to `decode_slots` for decode (and
-shrink back before the next prefill chunk), within
+shrink back before the next prefill chunk). Decode may also keep its hot buffers in a narrower
+dtype than the model's (`runtime.decode_kv_dtype`, float16 for a float32 model:
+`decode_bytes_per_token_layer` b_dec is half the model's b), so the same bytes hold twice the
+tokens; attention then reads an up-cast copy of one layer's buffer at a time. Decoding stays
+within
 
-    (n_layers * P_dec + P_dec + 1) * bytes_per_token_layer <= budget
+    n_layers * P_dec * b_dec + (P_dec * b if b_dec < b) + b <= budget
 
-(P_dec = decode_layer_tokens; one layer's old buffer is alive while it is re-allocated, and the
-new token is the transient), so the hot tier can never exceed its budget, whatever the prompt
-length, and decode attends to more of it.
+(P_dec = decode_layer_tokens; the last term is the new token). Every layer switches between
+its prefill and its decode buffer before any layer attends (hf/cache.py), each releasing its
+old buffer before reserving the new one (its sinks and ring wait in host memory meanwhile), so
+a switch never holds more than n_layers * max(P * b, P_dec * b_dec), which both bounds cover.
+The hot tier can never exceed its budget, whatever the prompt length, and decode attends to
+about twice (1.9x at 30 layers) the tokens a float32 buffer would hold.
 """
 
 from __future__ import annotations
@@ -39,6 +46,12 @@ class Geometry:
     top_k: int  # blocks chosen by relevance per query (the scheduler caps it at the slots)
     bytes_per_token_layer: int  # 2 * H_kv * D * element size
     decode_slots: int  # block slots per layer while decoding (>= n_slots; see above)
+    decode_bytes_per_token_layer: int = 0  # hot bytes per token-layer while decoding (0: as above)
+
+    @property
+    def decode_bpt(self) -> int:
+        """Bytes per token-layer of decode's hot buffers."""
+        return self.decode_bytes_per_token_layer or self.bytes_per_token_layer
 
     @property
     def per_layer_tokens(self) -> int:
@@ -58,7 +71,14 @@ class Geometry:
         chunk, one staging copy) or decode (every layer's larger buffers, one being
         re-allocated, one new token)."""
         P, C, Pd = self.per_layer_tokens, self.chunk_tokens, self.decode_layer_tokens
-        return max(n_layers * P + C + P + C, n_layers * Pd + Pd + 1) * self.bytes_per_token_layer
+        b = self.bytes_per_token_layer
+        return max((n_layers * P + C + P + C) * b, decode_peak_bytes(Pd, n_layers, b, self.decode_bpt))
+
+
+def decode_peak_bytes(Pd: int, n_layers: int, b: int, b_dec: int) -> int:
+    """Hot bytes at most while decoding with Pd tokens per layer in b_dec bytes each (b: the
+    model's bytes per token-layer; module doc)."""
+    return n_layers * Pd * b_dec + (Pd * b if b_dec < b else 0) + b
 
 
 MIN_SLOTS = 32  # fewer selectable blocks than this and the block size halves (see below)
@@ -66,8 +86,10 @@ MIN_BLOCK_TOKENS = 8
 
 
 def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
-                  rt: RuntimeConfig, selection: bool = True) -> Geometry:
-    """Splits the budget. `selection=False` gives the sinks + window baseline (no block slots:
+                  rt: RuntimeConfig, selection: bool = True,
+                  decode_bytes_per_token_layer: int | None = None) -> Geometry:
+    """Splits the budget. `decode_bytes_per_token_layer`: decode's hot bytes per token-layer
+    when its buffers are narrower than the model's dtype (module doc); None: the same. `selection=False` gives the sinks + window baseline (no block slots:
     the whole per-layer budget is the recent window, StreamingLLM-like).
 
     `runtime.block_tokens` is the largest block size: while the budget holds fewer than MIN_SLOTS
@@ -79,7 +101,8 @@ def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
     head kept 0.61 of full attention's score, 15 of 8 kept 0.84)."""
     T = rt.block_tokens
     while True:
-        g = _split(budget_bytes, n_layers, bytes_per_token_layer, rt, selection, T)
+        g = _split(budget_bytes, n_layers, bytes_per_token_layer, rt, selection, T,
+                   decode_bytes_per_token_layer or bytes_per_token_layer)
         if g is not None and (not selection or g.n_slots >= MIN_SLOTS or T // 2 < MIN_BLOCK_TOKENS):
             return g
         if T // 2 < MIN_BLOCK_TOKENS:
@@ -100,7 +123,7 @@ def _per_layer(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
 
 
 def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: RuntimeConfig,
-           selection: bool, T: int) -> Geometry | None:
+           selection: bool, T: int, decode_bpt: int) -> Geometry | None:
     """The split for block size T, or None if the budget cannot hold sinks + one block."""
     chunk, per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer, rt)
     sinks = min(rt.sink_tokens, T)
@@ -108,12 +131,15 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
         return None
     room = per_layer - sinks
     if not selection:
+        # the window's ring keeps its size (and dtype) while decoding: no slots to grow
         return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0)
     recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
     recent_capacity = recent + T
     n_slots = (room - recent_capacity) // T
-    # decoding: no chunk and no staging copy, one layer re-allocated at a time (module doc)
-    decode_room = (budget_bytes // bytes_per_token_layer - 1) // (n_layers + 1) - sinks
-    decode_slots = max(n_slots, (decode_room - recent_capacity) // T)
-    return Geometry(T, sinks, n_slots, recent_capacity, chunk, rt.top_k_blocks,
-                    bytes_per_token_layer, decode_slots)
+    # decoding: no chunk and no staging copy (module doc)
+    b = bytes_per_token_layer
+    per_token = n_layers * decode_bpt + (b if decode_bpt < b else 0)  # decode_peak_bytes' slope
+    decode_tokens = (budget_bytes - b) // per_token
+    decode_slots = max(n_slots, (decode_tokens - sinks - recent_capacity) // T)
+    return Geometry(T, sinks, n_slots, recent_capacity, chunk, rt.top_k_blocks, b, decode_slots,
+                    decode_bpt if decode_bpt != b else 0)

@@ -3,6 +3,8 @@
 Hot, on the model's device, one buffer per layer reserved from the HotPool:
     K, V: (H_kv, S + R' + n_slots * T, D)  = [sinks | recent ring | block slots]
     bias: (H_kv, same length) 0 where a column holds a live token, -inf elsewhere
+(in the model's dtype while prefilling; in `runtime.decode_kv_dtype`, float16 for a float32
+model, while decoding: twice the slots in the same bytes, geometry.py)
 Each KV head's block slots hold the blocks that head chose (Quest-style per-head selection:
 heads read different places, and one retrieval head's needle need not displace the blocks the
 other heads attend to); the sinks and the ring are the same in every head. The buffer has
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from h3_runtime.kvcache.block import KVBlock
+from h3_runtime.kvcache.block import KVBlock, to_hot
 from h3_runtime.kvcache.block_moves import BlockMoves, TierContext, apply_placement
 from h3_runtime.kvcache.checksum import block_checksum
 from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
@@ -45,10 +47,11 @@ class LayerStore:
         self.buffer_bytes = 0
         self.k = self.v = self.bias = None  # (H_kv, N, D), (H_kv, N, D), (H_kv, N): _allocate
         self.slots: list[HotSlots] = []
+        self.model_dtype, self.decode_dtype = dtype, ctx.decode_dtype or dtype
+        self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
         self._allocate(geom.n_slots, H, D, dtype, device)
         self.n = 0  # tokens seen
         self.recent_start = 0  # first position held by the ring (a multiple of T)
-        self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
         basis = ctx.key_basis[layer] if ctx.key_basis is not None else None  # (H_kv, D, r)
         self.summaries = BlockSummaries(H, D, basis)  # key sketches or boxes, in warm (host)
         self.moves = BlockMoves(layer, ctx, self.summaries)
@@ -61,33 +64,51 @@ class LayerStore:
 
     def _allocate(self, n_slots: int, H: int, D: int, dtype: torch.dtype,
                   device: torch.device) -> None:
-        """(Re)allocates the hot buffer with `n_slots` block slots per KV head. The sinks and the
-        ring are copied over; every slot starts empty (callers resize only where the selection
-        starts afresh). The new buffer is reserved before the old one is released, so the
-        budget covers both while they coexist (geometry.py counts one layer's copy)."""
+        """(Re)allocates the hot buffer with `n_slots` block slots per KV head, in `dtype`. The
+        sinks and the ring are carried over (cast); every slot starts empty (callers resize only
+        where the selection starts afresh). The old buffer is released before the new one is
+        reserved, the sinks and the ring waiting in host memory meanwhile, so a phase switch
+        never holds two buffers of a layer (geometry.py)."""
         keep, T = self.ring0 + self.cap, self.g.block_tokens
         N = keep + n_slots * T
         nbytes = 2 * H * N * D * torch.empty((), dtype=dtype).element_size()
+        carried = None
+        if self.k is not None:
+            for head_slots in self.slots:
+                head_slots.drop_many(list(head_slots.slot_of))
+            carried = (self.k[:, :keep].to("cpu", copy=True), self.v[:, :keep].to("cpu", copy=True),
+                       self.bias[:, :keep].clone())  # sinks + ring (bias: a few floats)
+            self.ctx.pool.vacate(self.live_tokens * self.token_bytes)  # re-counted below
+            self.k = self.v = None  # the old buffer goes before the new one is reserved
+            self.ctx.pool.release(self.buffer_bytes, "layer buffers")
         self.ctx.pool.reserve(nbytes, "layer buffers")
         k = torch.zeros(H, N, D, dtype=dtype, device=device)
         v = torch.zeros(H, N, D, dtype=dtype, device=device)
         bias = torch.full((H, N), NEG_INF, dtype=torch.float32, device=device)
-        if self.k is not None:
-            for head_slots in self.slots:
-                head_slots.drop_many(list(head_slots.slot_of))
-            k[:, :keep], v[:, :keep] = self.k[:, :keep], self.v[:, :keep]  # sinks + ring
-            bias[:, :keep] = self.bias[:, :keep]
-            self.ctx.pool.release(self.buffer_bytes, "layer buffers")
+        if carried is not None:
+            k[:, :keep] = to_hot(carried[0], dtype).to(device)
+            v[:, :keep] = to_hot(carried[1], dtype).to(device)
+            bias[:, :keep] = carried[2]
         self.k, self.v, self.bias, self.buffer_bytes = k, v, bias, nbytes
+        self.ctx.pool.occupy(self.live_tokens * self.token_bytes)
         self.slots = [HotSlots(k[h : h + 1, keep:], v[h : h + 1, keep:], bias[h, keep:], T,
                                self.ctx.pool, head=h) for h in range(H)]
 
-    def resize_slots(self, n_slots: int) -> None:
-        """Gives the layer `n_slots` block slots per KV head (no-op if it has them): decode's
-        `geometry.decode_slots`, or `geometry.n_slots` before a prefill chunk needs its room."""
-        if n_slots != self.n_slots:
+    def resize_slots(self, decoding: bool) -> None:
+        """Gives the layer decode's buffer (`geometry.decode_slots` block slots per KV head, in
+        the decode dtype) or the prefill's (`geometry.n_slots`, the model's dtype: before a
+        prefill chunk needs its room, and so the exact prefill reads its ring at full
+        precision); a no-op if it has it."""
+        n_slots, dtype = ((self.g.decode_slots, self.decode_dtype) if decoding
+                          else (self.g.n_slots, self.model_dtype))
+        if n_slots != self.n_slots or dtype != self.k.dtype:
             H, _, D = self.k.shape
-            self._allocate(n_slots, H, D, self.k.dtype, self.k.device)
+            self._allocate(n_slots, H, D, dtype, self.k.device)
+
+    @property
+    def token_bytes(self) -> int:
+        """Hot bytes of one token of this layer in the buffer's dtype now (K and V)."""
+        return 2 * self.k.shape[0] * self.k.shape[2] * self.k.element_size()
 
     @property
     def n_slots(self) -> int:
@@ -134,14 +155,14 @@ class LayerStore:
         if self.after_prefill:
             self._reset_selection()
             self.after_prefill = False
-        self.resize_slots(self.g.decode_slots)  # once per decode run
+        self.resize_slots(decoding=True)  # once per decode run
         self.commit(kn, vn)
         n_cand = self.recent_start // self.g.block_tokens
         due = self.decode_steps % self.ctx.reselect_every == 0
         self.decode_steps += 1
         if due and self.ctx.selection and n_cand and self.n_slots:
             self._select(q, n_cand, scaling)
-        return decode_attention(q, self.k, self.v, self.bias, scaling)
+        return decode_attention(q, self.k, self.v, self.bias, scaling, self.ctx.pool)
 
     def _reset_selection(self) -> None:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no
@@ -195,24 +216,28 @@ class LayerStore:
         T, S, cap, r0 = self.g.block_tokens, self.g.sink_tokens, self.cap, self.ring0
         n0, n1 = self.n, self.n + kn.shape[1]
         dev = self.k.device
+        hot = self.k.dtype
         if n1 == n0 + 1 and n0 >= S and n1 % T:  # a decoded token inside a block: one column
             col = n0 % cap + r0  # (the ring and the sinks stay as they are until a block completes)
-            self.k[:, col] = kn[:, 0].to(dev)
-            self.v[:, col] = vn[:, 0].to(dev)
+            self.k[:, col] = to_hot(kn[:, 0], hot).to(dev)
+            self.v[:, col] = to_hot(vn[:, 0], hot).to(dev)
             self.bias[:, col] = 0.0
-            self.ctx.pool.occupy(self.g.bytes_per_token_layer)
+            self.ctx.pool.occupy(self.token_bytes)
             self.live_tokens, self.n = self.live_tokens + 1, n1
             return
         if n0 < S:
             m = min(S, n1) - n0
-            self.k[:, n0 : n0 + m] = kn[:, :m].to(dev)
-            self.v[:, n0 : n0 + m] = vn[:, :m].to(dev)
+            self.k[:, n0 : n0 + m] = to_hot(kn[:, :m], hot).to(dev)
+            self.v[:, n0 : n0 + m] = to_hot(vn[:, :m], hot).to(dev)
         b_new = -(-n0 // T)  # first block made of new tokens only
         if n0 % T and n0 // T < n1 // T:  # the block the ring had started completes now
             lo, hi = (n0 // T) * T, (n0 // T + 1) * T
             idx = torch.arange(lo, n0, device=dev) % cap + r0
-            self.add_blocks(n0 // T, torch.cat([self.k[:, idx].cpu(), kn[:, : hi - n0].cpu()], 1),
-                            torch.cat([self.v[:, idx].cpu(), vn[:, : hi - n0].cpu()], 1))
+            # (while decoding, the ring's tokens went through the decode dtype: the block keeps
+            # them as the hot buffer held them, in the model's dtype)
+            self.add_blocks(n0 // T,
+                            torch.cat([self.k[:, idx].cpu().to(kn.dtype), kn[:, : hi - n0].cpu()], 1),
+                            torch.cat([self.v[:, idx].cpu().to(vn.dtype), vn[:, : hi - n0].cpu()], 1))
         if b_new < n1 // T:  # whole new blocks: summarised together (a loaded document: many)
             lo, hi = b_new * T - n0, (n1 // T) * T - n0
             self.add_blocks(b_new, kn[:, lo:hi].cpu(), vn[:, lo:hi].cpu())
@@ -221,8 +246,8 @@ class LayerStore:
         first = max(n0, start)
         if first < n1:
             idx = torch.arange(first, n1, device=dev) % cap + r0
-            self.k.index_copy_(1, idx, kn[:, first - n0 :].to(dev))
-            self.v.index_copy_(1, idx, vn[:, first - n0 :].to(dev))
+            self.k.index_copy_(1, idx, to_hot(kn[:, first - n0 :], hot).to(dev))
+            self.v.index_copy_(1, idx, to_hot(vn[:, first - n0 :], hot).to(dev))
         ring_bias = self.bias[:, r0 : r0 + cap]  # the same columns live in every head
         ring_bias.fill_(NEG_INF)
         ring_bias[:, torch.arange(start, n1, device=dev) % cap] = 0.0
@@ -230,7 +255,7 @@ class LayerStore:
         self.bias[:, :S] = NEG_INF
         self.bias[:, :sinks_live] = 0.0
         live = sinks_live + (n1 - start)
-        delta = (live - self.live_tokens) * self.g.bytes_per_token_layer
+        delta = (live - self.live_tokens) * self.token_bytes
         if delta >= 0:
             self.ctx.pool.occupy(delta)
         else:
@@ -256,7 +281,7 @@ class LayerStore:
     def release(self) -> None:
         """Frees the hot buffers (accounting) and this layer's warm blocks."""
         self.ctx.pool.release(self.buffer_bytes, "layer buffers")
-        self.ctx.pool.vacate(self.live_tokens * self.g.bytes_per_token_layer)
+        self.ctx.pool.vacate(self.live_tokens * self.token_bytes)
         self.ctx.pool.vacate(sum(h.usage_bytes for h in self.slots))
         self.moves.drop_warm()
         self.k = self.v = torch.empty(0)

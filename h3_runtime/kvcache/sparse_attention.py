@@ -17,14 +17,25 @@ NEG_INF = float("-inf")
 
 
 def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
-                     bias: torch.Tensor, scaling: float) -> torch.Tensor:
+                     bias: torch.Tensor, scaling: float, pool: HotPool) -> torch.Tensor:
     """One new token over the hot buffer, which already holds the token itself (the layer
     commits it to the ring first): one fused sdpa call reads the buffer in place, its bias
-    masking empty columns, so decode moves no KV bytes. q: (1, Hq, 1, D); k_buf, v_buf:
-    (H_kv, N, D); bias: (H_kv, N). Returns (1, 1, Hq, D)."""
+    masking empty columns. A buffer narrower than the query (decode_kv_dtype) is read through
+    an up-cast copy, accounted in the hot pool while it lives (geometry.py makes room for one):
+    CPU attention in float16 itself is 4x slower than in float32. q: (1, Hq, 1, D); k_buf,
+    v_buf: (H_kv, N, D); bias: (H_kv, N). Returns (1, 1, Hq, D)."""
     mask = _per_query_head(bias, q.shape[1]).to(q.dtype)[None, :, None, :]  # (1, Hq, 1, N)
-    out = torch.nn.functional.scaled_dot_product_attention(
-        q, k_buf[None], v_buf[None], attn_mask=mask, scale=scaling, enable_gqa=True)
+    upcast = 0
+    if k_buf.dtype != q.dtype:
+        upcast = (k_buf.numel() + v_buf.numel()) * q.element_size()
+        pool.reserve(upcast, "decode up-cast")
+    try:
+        out = torch.nn.functional.scaled_dot_product_attention(
+            q, k_buf[None].to(q.dtype), v_buf[None].to(q.dtype), attn_mask=mask, scale=scaling,
+            enable_gqa=True)
+    finally:
+        if upcast:
+            pool.release(upcast, "decode up-cast")
     return out.transpose(1, 2)
 
 

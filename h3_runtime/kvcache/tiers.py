@@ -16,7 +16,7 @@ from collections.abc import Hashable
 
 import torch
 
-from h3_runtime.kvcache.block import KVBlock
+from h3_runtime.kvcache.block import KVBlock, to_hot
 from h3_runtime.kvcache.hot import HotPool
 
 
@@ -175,8 +175,9 @@ class HotSlots(Tier):
             raise TierFullError("hot slots full")
         slot = self._free.pop()
         s = slot * self.T
-        self.k[:, s : s + self.T].copy_(block.keys[self.heads], non_blocking=True)  # (heads, T, D)
-        self.v[:, s : s + self.T].copy_(block.values[self.heads], non_blocking=True)
+        k, v = block.keys[self.heads], block.values[self.heads]  # (heads, T, D)
+        self.k[:, s : s + self.T].copy_(to_hot(k, self.k.dtype), non_blocking=True)
+        self.v[:, s : s + self.T].copy_(to_hot(v, self.v.dtype), non_blocking=True)
         self.bias[s : s + self.T] = 0.0
         if masked_prefix:
             self.bias[s : s + masked_prefix] = float("-inf")
@@ -200,8 +201,9 @@ class HotSlots(Tier):
         T, D = self.T, self.k.shape[2]
         idx = torch.tensor(slots, device=self.k.device)
         heads = self.k.shape[0]
-        self.k.view(heads, self.n_slots, T, D)[:, idx] = k.to(self.k.device).view(heads, -1, T, D)
-        self.v.view(heads, self.n_slots, T, D)[:, idx] = v.to(self.v.device).view(heads, -1, T, D)
+        k, v = to_hot(k, self.k.dtype).to(self.k.device), to_hot(v, self.v.dtype).to(self.v.device)
+        self.k.view(heads, self.n_slots, T, D)[:, idx] = k.view(heads, -1, T, D)
+        self.v.view(heads, self.n_slots, T, D)[:, idx] = v.view(heads, -1, T, D)
         self.bias.view(self.n_slots, T)[idx] = 0.0
         for key, slot, checksum in zip(keys, slots, checksums, strict=True):
             self.slot_of[key] = slot

@@ -1,0 +1,82 @@
+"""Decode keeps its hot KV in float16 for a float32 model (runtime.decode_kv_dtype): twice the
+block slots in the same bytes, the budget still never exceeded, the prefill's buffers (and the
+exact prefill's ring) back in the model's dtype, and `model` to opt out."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from h3_runtime.config import ConfigError, RuntimeConfig
+from h3_runtime.engine import H3Engine
+from h3_runtime.kvcache.block import decode_kv_dtype, to_hot
+from h3_runtime.kvcache.geometry import decode_peak_bytes, plan_geometry
+from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
+
+
+def test_decode_dtype_is_the_setting_only_where_it_is_narrower():
+    assert decode_kv_dtype(torch.float32, "float16") == torch.float16
+    assert decode_kv_dtype(torch.float32, "model") == torch.float32
+    assert decode_kv_dtype(torch.bfloat16, "float16") == torch.bfloat16  # saves nothing there
+    with pytest.raises(ConfigError, match="decode_kv_dtype"):
+        RuntimeConfig(decode_kv_dtype="int4")
+
+
+def test_float16_saturates_instead_of_overflowing():
+    x = torch.tensor([1e6, -1e6, 1.5])
+    hot = to_hot(x, torch.float16)
+    assert torch.isfinite(hot).all() and hot[2] == 1.5 and hot[0] == torch.finfo(torch.float16).max
+
+
+@pytest.mark.parametrize("share", [0.01, 0.025, 0.05, 0.1, 0.2, 0.5])
+def test_the_narrow_decode_geometry_fits_its_budget_and_holds_about_twice_the_tokens(share):
+    rt, layers, b = RuntimeConfig(), 30, 2 * 3 * 64 * 4
+    budget = int(8192 * b * layers * share)
+    same = plan_geometry(budget, layers, b, rt)
+    narrow = plan_geometry(budget, layers, b, rt, decode_bytes_per_token_layer=b // 2)
+    assert (narrow.block_tokens, narrow.n_slots) == (same.block_tokens, same.n_slots)  # prefill
+    assert narrow.hot_bytes(layers) <= budget
+    # ~(n_layers + 1) / (n_layers / 2 + 2) = 1.94x the tokens per layer (the ring keeps its size,
+    # the slots take the rest)
+    assert narrow.decode_layer_tokens >= 1.8 * same.decode_layer_tokens
+    # the largest: one more slot would not fit
+    more = narrow.decode_layer_tokens + narrow.block_tokens
+    assert decode_peak_bytes(more, layers, b, b // 2) > budget
+    # a phase switch holds every layer's buffer of one phase or the other, never more
+    assert layers * max(narrow.per_layer_tokens * b, narrow.decode_layer_tokens * b // 2) <= budget
+
+
+def _run(model, cold_dir, dtype_setting: str):
+    engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                      cold_storage_path=cold_dir,
+                      config={"runtime": {"block_tokens": 16, "decode_kv_dtype": dtype_setting}})
+    cache = engine.new_cache()
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(5))
+    out = engine.generate(ids, max_new_tokens=6, cache=cache, return_ids=True)
+    return engine, cache, ids, out
+
+
+def test_decode_runs_in_float16_within_budget_and_prefill_returns_to_float32(cold_dir):
+    model = tiny_llama(layers=6)  # (with 2 layers the up-cast copy would take what float16 saves)
+    engine, cache, ids, out = _run(model, cold_dir, "float16")
+    stores = [layer.store for layer in cache.layers]
+    assert engine.stats()["mode"] == "sparse" and len(out) == 6
+    assert all(s.k.dtype == torch.float16 and s.n_slots == engine.geometry.decode_slots
+               for s in stores)
+    assert max(len(h.slot_of) for s in stores for h in s.slots) == engine.geometry.decode_slots
+    assert 0 < cache.pool.peak_bytes <= cache.pool.budget_bytes
+    # a follow-up prompt: its chunks are prefilled with full-precision buffers again
+    more = torch.cat([torch.tensor([cache.token_ids]), ids[:, :50]], 1)
+    engine.generate(more, max_new_tokens=1, cache=cache)  # prefill only: no decode step
+    assert all(s.k.dtype == torch.float32 and s.n_slots == engine.geometry.n_slots for s in stores)
+    assert cache.pool.peak_bytes <= cache.pool.budget_bytes
+    # pressure is counted in the bytes live tokens really take (float16 while decoding)
+    assert cache.pool.occupied_bytes >= 0
+
+    # opting out: float32 buffers, fewer slots, and the first tokens the same here (a random
+    # tiny model's logits are far apart; real-model retention: h3 bench --scenario ruler)
+    engine32, cache32, _, out32 = _run(model, cold_dir, "model")
+    assert all(layer.store.k.dtype == torch.float32 for layer in cache32.layers)
+    assert cache32.layers[0].store.n_slots == engine32.geometry.decode_slots
+    assert engine32.geometry.decode_slots < engine.geometry.decode_slots
+    assert out32[:2] == out[:2]
