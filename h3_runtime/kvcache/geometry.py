@@ -68,8 +68,8 @@ class Geometry:
 
     def hot_bytes(self, n_layers: int) -> int:
         """Hot bytes at most, in either phase: prefill (every layer's buffers, one transient
-        chunk, one staging copy) or decode (every layer's larger buffers, one being
-        re-allocated, one new token)."""
+        chunk, one staging copy) or decode (every layer's larger buffers, the up-cast copy of
+        one, one new token)."""
         P, C, Pd = self.per_layer_tokens, self.chunk_tokens, self.decode_layer_tokens
         b = self.bytes_per_token_layer
         return max((n_layers * P + C + P + C) * b, decode_peak_bytes(Pd, n_layers, b, self.decode_bpt))
@@ -88,9 +88,10 @@ MIN_BLOCK_TOKENS = 8
 def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
                   rt: RuntimeConfig, selection: bool = True,
                   decode_bytes_per_token_layer: int | None = None) -> Geometry:
-    """Splits the budget. `decode_bytes_per_token_layer`: decode's hot bytes per token-layer
-    when its buffers are narrower than the model's dtype (module doc); None: the same. `selection=False` gives the sinks + window baseline (no block slots:
+    """Splits the budget. `selection=False` gives the sinks + window baseline (no block slots:
     the whole per-layer budget is the recent window, StreamingLLM-like).
+    `decode_bytes_per_token_layer`: decode's hot bytes per token-layer when its buffers are
+    narrower than the model's dtype (module doc); None: the same.
 
     `runtime.block_tokens` is the largest block size: while the budget holds fewer than MIN_SLOTS
     block slots per layer, the block size halves (down to MIN_BLOCK_TOKENS). A small budget thus
@@ -131,7 +132,8 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
         return None
     room = per_layer - sinks
     if not selection:
-        # the window's ring keeps its size (and dtype) while decoding: no slots to grow
+        # the window's ring keeps its size while decoding (no slots to grow; its buffer still
+        # takes the decode dtype, so the bound with the model's bytes over-counts it)
         return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0)
     recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
     recent_capacity = recent + T
