@@ -46,12 +46,7 @@ class Geometry:
     top_k: int  # blocks chosen by relevance per query (the scheduler caps it at the slots)
     bytes_per_token_layer: int  # 2 * H_kv * D * element size
     decode_slots: int  # block slots per layer while decoding (>= n_slots; see above)
-    decode_bytes_per_token_layer: int = 0  # hot bytes per token-layer while decoding (0: as above)
-
-    @property
-    def decode_bpt(self) -> int:
-        """Bytes per token-layer of decode's hot buffers."""
-        return self.decode_bytes_per_token_layer or self.bytes_per_token_layer
+    decode_bytes_per_token_layer: int  # the same in decode's hot dtype (module doc)
 
     @property
     def per_layer_tokens(self) -> int:
@@ -71,8 +66,8 @@ class Geometry:
         chunk, one staging copy) or decode (every layer's larger buffers, the up-cast copy of
         one, one new token)."""
         P, C, Pd = self.per_layer_tokens, self.chunk_tokens, self.decode_layer_tokens
-        b = self.bytes_per_token_layer
-        return max((n_layers * P + C + P + C) * b, decode_peak_bytes(Pd, n_layers, b, self.decode_bpt))
+        b, b_dec = self.bytes_per_token_layer, self.decode_bytes_per_token_layer
+        return max((n_layers * P + C + P + C) * b, decode_peak_bytes(Pd, n_layers, b, b_dec))
 
 
 def decode_peak_bytes(Pd: int, n_layers: int, b: int, b_dec: int) -> int:
@@ -134,7 +129,7 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
     if not selection:
         # the window's ring keeps its size while decoding (no slots to grow; its buffer still
         # takes the decode dtype, so the bound with the model's bytes over-counts it)
-        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0)
+        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0, decode_bpt)
     recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
     recent_capacity = recent + T
     n_slots = (room - recent_capacity) // T
@@ -144,4 +139,4 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
     decode_tokens = (budget_bytes - b) // per_token
     decode_slots = max(n_slots, (decode_tokens - sinks - recent_capacity) // T)
     return Geometry(T, sinks, n_slots, recent_capacity, chunk, rt.top_k_blocks, b, decode_slots,
-                    decode_bpt if decode_bpt != b else 0)
+                    decode_bpt)

@@ -155,8 +155,7 @@ class LayerStore:
         if self.after_prefill:
             self._reset_selection()
             self.after_prefill = False
-        self.resize_slots(decoding=True)  # once per decode run
-        self.commit(kn, vn)
+        self.commit(kn, vn)  # (the cache gave every layer its decode buffer before layer 0 ran)
         n_cand = self.recent_start // self.g.block_tokens
         due = self.decode_steps % self.ctx.reselect_every == 0
         self.decode_steps += 1

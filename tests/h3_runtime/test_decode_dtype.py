@@ -56,6 +56,12 @@ def _run(model, cold_dir, dtype_setting: str):
     return engine, cache, ids, out
 
 
+def _live_bytes(cache) -> int:
+    """Hot bytes holding live tokens: every layer's sinks + ring and its filled block slots."""
+    return sum(layer.store.live_tokens * layer.store.token_bytes
+               + sum(h.usage_bytes for h in layer.store.slots) for layer in cache.layers)
+
+
 def test_decode_runs_in_float16_within_budget_and_prefill_returns_to_float32(cold_dir):
     model = tiny_llama(layers=6)  # (with 2 layers the up-cast copy would take what float16 saves)
     engine, cache, ids, out = _run(model, cold_dir, "float16")
@@ -65,13 +71,15 @@ def test_decode_runs_in_float16_within_budget_and_prefill_returns_to_float32(col
                for s in stores)
     assert max(len(h.slot_of) for s in stores for h in s.slots) == engine.geometry.decode_slots
     assert 0 < cache.pool.peak_bytes <= cache.pool.budget_bytes
+    assert cache.pool.occupied_bytes == _live_bytes(cache) > 0
     # a follow-up prompt: its chunks are prefilled with full-precision buffers again
     more = torch.cat([torch.tensor([cache.token_ids]), ids[:, :50]], 1)
     engine.generate(more, max_new_tokens=1, cache=cache)  # prefill only: no decode step
     assert all(s.k.dtype == torch.float32 and s.n_slots == engine.geometry.n_slots for s in stores)
     assert cache.pool.peak_bytes <= cache.pool.budget_bytes
-    # pressure is counted in the bytes live tokens really take (float16 while decoding)
-    assert cache.pool.occupied_bytes >= 0
+    # pressure counts the bytes live tokens take in the buffers' dtype now (here: float32 again,
+    # after decoding in float16)
+    assert cache.pool.occupied_bytes == _live_bytes(cache) > 0
 
     # opting out: float32 buffers, fewer slots, and the first tokens the same here (a random
     # tiny model's logits are far apart; real-model retention: h3 bench --scenario ruler)
