@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -34,8 +35,10 @@ def to_hot(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
-@dataclass(frozen=True, slots=True)
-class BlockId:
+class BlockId(NamedTuple):
+    """A block of one sequence in the warm tier's index. A tuple: decode hashes ~80 of these
+    per layer and re-selection, and a tuple hashes in C (a frozen dataclass's hash is Python)."""
+
     layer: int
     index: int  # block b holds token positions [b * block_tokens, (b + 1) * block_tokens)
 

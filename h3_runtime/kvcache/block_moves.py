@@ -19,7 +19,7 @@ from h3_runtime.kvcache.cold import KVBlockStore
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.summaries import BlockSummaries
-from h3_runtime.kvcache.tiers import HotSlots, TierFullError, WarmTier
+from h3_runtime.kvcache.tiers import HotSlots, LayerSlots, TierFullError, WarmTier
 from h3_runtime.scheduler.ahas import AhasScheduler, Placement
 
 log = logging.getLogger("h3_runtime")
@@ -135,11 +135,11 @@ class BlockMoves:
             self.ctx.warm.drop(BlockId(self.layer, b))
 
 
-def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
+def apply_placement(plan: Placement, slots: LayerSlots, moves: BlockMoves,
                     prefetched: set[int], sink_tokens: int) -> None:
     """Carries out one step's placement over a layer's per-KV-head slots: evictions from hot,
-    blocks made hot (each read from warm or cold once, whatever the heads wanting it; each head
-    copies its own slice), prefetches, and the plan's warm -> cold demotions (planned only while
+    blocks made hot (each read from warm or cold once, whatever the heads wanting it; every
+    head's slice copied in one go), prefetches, and the plan's warm -> cold demotions (planned only while
     warm is above its watermark: `TierContext.warm_over_watermark`; the moves before them only
     add to warm)."""
     stats = moves.ctx.stats
@@ -154,11 +154,10 @@ def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
         head_slots.store(b, block, masked_prefix=sink_tokens if b == 0 else 0)
         stats.move("warm->hot", head_slots.block_bytes)
 
-    for head_slots, evict in zip(slots, plan.evict, strict=True):
-        head_slots.drop_many(evict)
-        stats.migrations["hot->warm"] += len(evict)  # their bytes are still in warm/cold: no copy
-    # blocks made hot: each read once (whatever the heads wanting it), stacked once, then each
-    # head copies its slice of its blocks in one go
+    slots.drop(plan.evict)
+    stats.migrations["hot->warm"] += sum(map(len, plan.evict))  # bytes still in warm/cold: no copy
+    # blocks made hot: each read once (whatever the heads wanting it), stacked once, then one
+    # copy per tensor puts every head's slice of its blocks in place
     missing = [[b for b in hot if not h.lookup(b)] for h, hot in zip(slots, plan.hot, strict=True)]
     union = sorted({b for m in missing for b in m})
     for b in prefetched.intersection(union):
@@ -167,21 +166,17 @@ def apply_placement(plan: Placement, slots: list[HotSlots], moves: BlockMoves,
     read.update(zip(union, moves.fetch_group(union, to="warm", count_hit=True), strict=True)
                 if union else ())
     host = {b: read[b] for b in union if read[b] is not None}  # None: corrupted, left out
+    got = [[b for b in want if b in host] for want in missing]
+    for head_slots, hot, want, new in zip(slots, plan.hot, missing, got, strict=True):
+        stats.hits["hot"] += len(hot) - len(want)
+        if new:
+            stats.move("warm->hot", head_slots.block_bytes * len(new), len(new))
     if host:
-        order = {b: i for i, b in enumerate(host)}
         keys = torch.stack([blk.keys for blk in host.values()])  # (u, H_kv, T, D)
         values = torch.stack([blk.values for blk in host.values()])
-    for head_slots, hot, want in zip(slots, plan.hot, missing, strict=True):
-        stats.hits["hot"] += len(hot) - len(want)
-        got = [b for b in want if b in host]
-        if not got:
-            continue
-        idx = torch.tensor([order[b] for b in got])
-        k = keys[idx, head_slots.heads].transpose(0, 1).flatten(1, 2)  # (heads, m*T, D)
-        v = values[idx, head_slots.heads].transpose(0, 1).flatten(1, 2)
-        head_slots.store_many(got, k, v, [host[b].checksum for b in got],
-                              masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
-        stats.move("warm->hot", head_slots.block_bytes * len(got), len(got))
+        slots.store(got, keys, values, {b: i for i, b in enumerate(host)},
+                    {b: blk.checksum for b, blk in host.items()},
+                    masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
     for b in plan.prefetch:
         room = [h for h in slots if h.free_slots and not h.lookup(b)]
         if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):

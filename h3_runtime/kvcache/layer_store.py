@@ -31,7 +31,7 @@ from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.sparse_attention import NEG_INF, chunk_attention, decode_attention
 from h3_runtime.kvcache.summaries import BlockSummaries
-from h3_runtime.kvcache.tiers import HotSlots
+from h3_runtime.kvcache.tiers import LayerSlots
 from h3_runtime.scheduler.ahas import LayerHeat
 
 PROMPT_MASS_FLOOR = 0.2  # a block the prompt's last queries gave this share stays a decode pick
@@ -46,7 +46,7 @@ class LayerStore:
         self.ring0, self.cap = geom.sink_tokens, geom.recent_capacity
         self.buffer_bytes = 0
         self.k = self.v = self.bias = None  # (H_kv, N, D), (H_kv, N, D), (H_kv, N): _allocate
-        self.slots: list[HotSlots] = []
+        self.slots: LayerSlots | None = None  # per KV head: _allocate
         self.model_dtype, self.decode_dtype = dtype, ctx.decode_dtype or dtype
         self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
         self._allocate(geom.n_slots, H, D, dtype, device)
@@ -74,8 +74,7 @@ class LayerStore:
         nbytes = 2 * H * N * D * torch.empty((), dtype=dtype).element_size()
         carried = None
         if self.k is not None:
-            for head_slots in self.slots:
-                head_slots.drop_many(list(head_slots.slot_of))
+            self.slots.drop([list(head_slots.slot_of) for head_slots in self.slots])
             carried = (self.k[:, :keep].to("cpu", copy=True), self.v[:, :keep].to("cpu", copy=True),
                        self.bias[:, :keep].clone())  # sinks + ring (bias: a few floats)
             self.ctx.pool.vacate(self.live_tokens * self.token_bytes)  # re-counted below
@@ -91,8 +90,7 @@ class LayerStore:
             bias[:, :keep] = carried[2]
         self.k, self.v, self.bias, self.buffer_bytes = k, v, bias, nbytes
         self.ctx.pool.occupy(self.live_tokens * self.token_bytes)
-        self.slots = [HotSlots(k[h : h + 1, keep:], v[h : h + 1, keep:], bias[h, keep:], T,
-                               self.ctx.pool, head=h) for h in range(H)]
+        self.slots = LayerSlots(k[:, keep:], v[:, keep:], bias[:, keep:], T, self.ctx.pool)
 
     def resize_slots(self, decoding: bool) -> None:
         """Gives the layer decode's buffer (`geometry.decode_slots` block slots per KV head, in
@@ -113,7 +111,7 @@ class LayerStore:
     @property
     def n_slots(self) -> int:
         """Block slots per KV head now (prefill: geometry.n_slots; decode: decode_slots)."""
-        return self.slots[0].n_slots if self.slots else 0
+        return self.slots.n_slots
 
     @property
     def n_blocks(self) -> int:
@@ -167,8 +165,7 @@ class LayerStore:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no
         selected blocks): what decode selects then depends only on the KV and the prompt, so a
         document loaded from cold and one recomputed give the same tokens under one budget."""
-        for head_slots in self.slots:
-            head_slots.drop_many(list(head_slots.slot_of))
+        self.slots.drop([list(head_slots.slot_of) for head_slots in self.slots])
         self.heat = LayerHeat(len(self.slots))
         self.prefetched.clear()
         self.last_pattern = None
@@ -185,7 +182,7 @@ class LayerStore:
             demotions=ctx.warm_over_watermark())
         self.last_pattern = plan.pattern
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
-        ctx.scheduler.record_access(self.heat, [list(h.slot_of) for h in self.slots])
+        ctx.scheduler.record_index(self.heat, *self.slots.held())
         ctx.scheduler.finish_step(self.heat, plan.top)
 
     def _decode_preferences(self, rel: torch.Tensor, n: int) -> torch.Tensor:
@@ -202,10 +199,9 @@ class LayerStore:
             m = min(n, self.prompt_mass.shape[1])
             pm = self.prompt_mass[:, :m]
             rel[:, :m] = torch.maximum(rel[:, :m], torch.where(pm >= PROMPT_MASS_FLOOR, pm, 0.0))
-        heads = [h for h, head_slots in enumerate(self.slots) for _ in head_slots.slot_of]
-        held = [b for head_slots in self.slots for b in head_slots.slot_of]  # all < n: older blocks
-        if held:
-            rel[torch.tensor(heads), torch.tensor(held)] *= RESIDENT_BONUS  # lists index 10x slower
+        heads, held = self.slots.held()  # all < n: older blocks
+        if held.numel():
+            rel[heads, held] *= RESIDENT_BONUS
         return rel
 
     # ---- appending tokens -----------------------------------------------------------------

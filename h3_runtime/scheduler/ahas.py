@@ -152,12 +152,18 @@ class AhasScheduler:
 
     def record_access(self, state: LayerHeat, accessed: list[list[int]]) -> None:
         """Decays every frequency by alpha and counts one access for each head's `accessed`."""
-        state.freq.mul_(self.cfg.ahaz_alpha)
+        heads = [h for h, a in enumerate(accessed) for _ in a]
         blocks = [b for a in accessed for b in a]
-        if blocks:
-            state.grow(max(blocks) + 1)
-            heads = [h for h, a in enumerate(accessed) for _ in a]
-            state.freq[torch.tensor(heads), torch.tensor(blocks)] += 1.0  # one per (head, block)
+        self.record_index(state, torch.tensor(heads, dtype=torch.long),
+                          torch.tensor(blocks, dtype=torch.long))
+
+    def record_index(self, state: LayerHeat, heads: torch.Tensor, blocks: torch.Tensor) -> None:
+        """`record_access` given the accessed (head, block) pairs as two index tensors (each
+        pair once; `LayerSlots.held` keeps them)."""
+        state.freq.mul_(self.cfg.ahaz_alpha)
+        if blocks.numel():
+            state.grow(int(blocks.max()) + 1)
+            state.freq[heads, blocks] += 1.0  # one per (head, block)
         state.steps += 1
 
     def finish_step(self, state: LayerHeat, top: int | None) -> None:

@@ -88,3 +88,31 @@ def test_decode_runs_in_float16_within_budget_and_prefill_returns_to_float32(col
     assert cache32.layers[0].store.n_slots == engine32.geometry.decode_slots
     assert engine32.geometry.decode_slots < engine.geometry.decode_slots
     assert out32[:2] == out[:2]
+
+
+@pytest.mark.parametrize("groups", [1, 3])
+def test_narrow_decode_attention_matches_sdpa_on_the_up_cast_buffer(groups):
+    """The batched-matmul path for a float16 buffer computes what one sdpa call over its
+    float32 copy computes (masked columns ignored, query heads reading their own KV head), and
+    its up-cast copy is accounted in the pool only while it lives."""
+    from h3_runtime.kvcache.hot import HotPool
+    from h3_runtime.kvcache.sparse_attention import _per_query_head, decode_attention
+
+    g = torch.Generator().manual_seed(groups)
+    H, N, D = 2, 50, 16
+    q = torch.randn(1, H * groups, 1, D, generator=g)
+    k = torch.randn(H, N, D, generator=g).half()
+    v = torch.randn(H, N, D, generator=g).half()
+    bias = torch.zeros(H, N)
+    bias[0, 10:30] = float("-inf")
+    bias[1, :5] = float("-inf")
+    pool = HotPool(10**6)
+    out = decode_attention(q, k, v, bias, 0.25, pool)
+    mask = _per_query_head(bias, H * groups)[None, :, None, :]
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, k[None].float(), v[None].float(), attn_mask=mask, scale=0.25, enable_gqa=True)
+    assert out.shape == (1, 1, H * groups, D)
+    torch.testing.assert_close(out, ref.transpose(1, 2), rtol=1e-5, atol=1e-6)
+    assert pool.used_bytes == 0 and pool.peak_bytes == 2 * H * N * D * 4
+    k[0, 10:30] = 1e4  # masked columns cannot matter
+    torch.testing.assert_close(decode_attention(q, k, v, bias, 0.25, pool), out)

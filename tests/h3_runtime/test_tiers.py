@@ -184,3 +184,58 @@ def test_content_keys_depend_on_whole_prefix_and_model():
     assert len(a) == 4 and all(x != y for x, y in zip(a, b, strict=True))
     assert a[0] != c[0] and chain_hashes("m1", list(range(70)), 16) == a
     assert content_key(a[0], 1) != content_key(a[0], 2)
+
+
+def _layer_slots(H: int = 3, n_slots: int = 4, T: int = 4, D: int = 8, pool: HotPool | None = None):
+    from h3_runtime.kvcache.tiers import LayerSlots
+
+    k = torch.zeros(H, 2 + n_slots * T, D)  # 2 leading columns stand for the sinks and ring
+    v = torch.zeros_like(k)
+    bias = torch.full((H, 2 + n_slots * T), float("-inf"))
+    return LayerSlots(k[:, 2:], v[:, 2:], bias[:, 2:], T, pool or HotPool(10**9)), k, v, bias
+
+
+def test_layer_slots_copy_every_heads_own_slice_in_one_store_and_drop_them():
+    H, T = 3, 4
+    slots, k, v, bias = _layer_slots(H=H, T=T)
+    blocks = {b: make_block(b, shape=(H, T, 8)) for b in range(5)}
+    rows = {b: i for i, b in enumerate(blocks)}
+    keys = torch.stack([blk.keys for blk in blocks.values()])
+    values = torch.stack([blk.values for blk in blocks.values()])
+    wanted = [[0, 3], [], [4, 1, 2]]
+    slots.store(wanted, keys, values, rows, {b: blk.checksum for b, blk in blocks.items()},
+                masked_prefix=2, masked_key=0)
+    for h, want in enumerate(wanted):
+        assert set(slots[h].slot_of) == set(want)
+        for b in want:
+            got = slots[h].load(b)  # the head's own slice of block b, in its slot
+            assert torch.equal(got.keys[0], blocks[b].keys[h])
+            assert torch.equal(got.values[0], blocks[b].values[h])
+            s = 2 + slots[h].slot_of[b] * T
+            expect = torch.zeros(T)
+            if b == 0:
+                expect[:2] = float("-inf")  # block 0's first tokens are the sinks: masked here
+            assert torch.equal(bias[h, s : s + T], expect)
+    assert torch.isinf(bias[1]).all()  # head 1 took nothing
+    heads, held = slots.held()
+    assert sorted(zip(heads.tolist(), held.tolist(), strict=True)) == sorted(
+        (h, b) for h, want in enumerate(wanted) for b in want)
+    slots.drop([[3], [], [1, 99]])  # 99 is not held: skipped
+    assert set(slots[0].slot_of) == {0} and set(slots[2].slot_of) == {4, 2}
+    heads, held = slots.held()  # the cache follows the change
+    assert sorted(zip(heads.tolist(), held.tolist(), strict=True)) == [(0, 0), (2, 2), (2, 4)]
+    assert int(torch.isfinite(bias).sum()) == 3 * T - 2  # blocks 0 (less its sinks), 4, 2
+
+
+def test_layer_slots_count_occupancy_and_refuse_a_full_head():
+    pool = HotPool(10**9)
+    slots, *_ = _layer_slots(n_slots=2, pool=pool)
+    blocks = {b: make_block(b, shape=(3, 4, 8)) for b in range(3)}
+    keys = torch.stack([blk.keys for blk in blocks.values()])
+    sums = {b: blk.checksum for b, blk in blocks.items()}
+    slots.store([[0, 1], [2], []], keys, keys, {0: 0, 1: 1, 2: 2}, sums)
+    assert pool.occupied_bytes == 3 * slots[0].block_bytes
+    with pytest.raises(TierFullError):
+        slots.store([[2], [], []], keys, keys, {0: 0, 1: 1, 2: 2}, sums)
+    slots.drop([[0, 1], [2], []])
+    assert pool.occupied_bytes == 0
