@@ -156,9 +156,9 @@ def apply_placement(plan: Placement, slots: LayerSlots, moves: BlockMoves,
 
     slots.drop(plan.evict)
     stats.migrations["hot->warm"] += sum(map(len, plan.evict))  # bytes still in warm/cold: no copy
-    # blocks made hot: each read once (whatever the heads wanting it), stacked once, then one
-    # copy per tensor puts every head's slice of its blocks in place
-    missing = [[b for b in hot if not h.lookup(b)] for h, hot in zip(slots, plan.hot, strict=True)]
+    # blocks made hot: each read once (whatever the heads wanting it), then one copy per tensor
+    # puts every head's slice of its blocks in place
+    missing = [[b for b in hot if b not in h.slot_of] for h, hot in zip(slots, plan.hot, strict=True)]
     union = sorted({b for m in missing for b in m})
     for b in prefetched.intersection(union):
         stats.prefetch_hits += 1
@@ -171,12 +171,7 @@ def apply_placement(plan: Placement, slots: LayerSlots, moves: BlockMoves,
         stats.hits["hot"] += len(hot) - len(want)
         if new:
             stats.move("warm->hot", head_slots.block_bytes * len(new), len(new))
-    if host:
-        keys = torch.stack([blk.keys for blk in host.values()])  # (u, H_kv, T, D)
-        values = torch.stack([blk.values for blk in host.values()])
-        slots.store(got, keys, values, {b: i for i, b in enumerate(host)},
-                    {b: blk.checksum for b, blk in host.items()},
-                    masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
+    slots.store(got, host, masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
     for b in plan.prefetch:
         room = [h for h in slots if h.free_slots and not h.lookup(b)]
         if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):

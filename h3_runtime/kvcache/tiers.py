@@ -274,31 +274,29 @@ class LayerSlots(Sequence[HotSlots]):
             dev = self.bias.device
             self.bias[torch.tensor(heads, device=dev), torch.tensor(slots, device=dev)] = float("-inf")
 
-    def store(self, wanted: list[list[int]], keys: torch.Tensor, values: torch.Tensor,
-              row_of: dict[int, int], checksums: dict[int, int], masked_prefix: int = 0,
+    def store(self, wanted: list[list[int]], blocks: dict[int, KVBlock], masked_prefix: int = 0,
               masked_key: int | None = None) -> None:
-        """Copies each head's `wanted[h]` blocks (not held yet) into free slots of that head, in
-        one copy per tensor for all heads. keys, values: (u, H_kv, T, D) host blocks, block b
-        in row `row_of[b]`. `masked_prefix` leading tokens of block `masked_key` stay masked
-        (the attention sinks, attended from their own buffer)."""
-        heads, slots, rows = [], [], []
+        """Copies each head's `wanted[h]` blocks (not held yet; `blocks` has their host bytes)
+        into free slots of that head: each head's slice is gathered once, and one copy per
+        tensor puts them all in place. `masked_prefix` leading tokens of block `masked_key`
+        stay masked (the attention sinks, attended from their own buffer)."""
+        heads, slots, keys, values = [], [], [], []
         masked: list[tuple[int, int]] = []
-        for h, (head, blocks) in enumerate(zip(self.heads, wanted, strict=True)):
-            if not blocks:
+        for h, (head, want) in enumerate(zip(self.heads, wanted, strict=True)):
+            if not want:
                 continue
-            got = head.claim(blocks, [checksums[b] for b in blocks])
-            heads += [h] * len(blocks)
-            slots += got
-            rows += [row_of[b] for b in blocks]
-            if masked_prefix and masked_key in blocks:
+            slots += head.claim(want, [blocks[b].checksum for b in want])
+            heads += [h] * len(want)
+            keys += [blocks[b].keys[h] for b in want]  # (T, D) views
+            values += [blocks[b].values[h] for b in want]
+            if masked_prefix and masked_key in want:
                 masked.append((h, head.slot_of[masked_key]))
         if not slots:
             return
         dev = self.k.device
         hi, si = torch.tensor(heads, device=dev), torch.tensor(slots, device=dev)
-        src = torch.tensor(rows), torch.tensor(heads)  # (u, H) rows of the host blocks
-        self.k[hi, si] = to_hot(keys[src], self.k.dtype).to(dev)  # (M, T, D)
-        self.v[hi, si] = to_hot(values[src], self.v.dtype).to(dev)
+        self.k[hi, si] = to_hot(torch.stack(keys), self.k.dtype).to(dev)  # (M, T, D)
+        self.v[hi, si] = to_hot(torch.stack(values), self.v.dtype).to(dev)
         self.bias[hi, si] = 0.0
         for h, slot in masked:
             self.bias[h, slot, :masked_prefix] = float("-inf")

@@ -199,12 +199,8 @@ def test_layer_slots_copy_every_heads_own_slice_in_one_store_and_drop_them():
     H, T = 3, 4
     slots, k, v, bias = _layer_slots(H=H, T=T)
     blocks = {b: make_block(b, shape=(H, T, 8)) for b in range(5)}
-    rows = {b: i for i, b in enumerate(blocks)}
-    keys = torch.stack([blk.keys for blk in blocks.values()])
-    values = torch.stack([blk.values for blk in blocks.values()])
     wanted = [[0, 3], [], [4, 1, 2]]
-    slots.store(wanted, keys, values, rows, {b: blk.checksum for b, blk in blocks.items()},
-                masked_prefix=2, masked_key=0)
+    slots.store(wanted, blocks, masked_prefix=2, masked_key=0)
     for h, want in enumerate(wanted):
         assert set(slots[h].slot_of) == set(want)
         for b in want:
@@ -231,11 +227,9 @@ def test_layer_slots_count_occupancy_and_refuse_a_full_head():
     pool = HotPool(10**9)
     slots, *_ = _layer_slots(n_slots=2, pool=pool)
     blocks = {b: make_block(b, shape=(3, 4, 8)) for b in range(3)}
-    keys = torch.stack([blk.keys for blk in blocks.values()])
-    sums = {b: blk.checksum for b, blk in blocks.items()}
-    slots.store([[0, 1], [2], []], keys, keys, {0: 0, 1: 1, 2: 2}, sums)
+    slots.store([[0, 1], [2], []], blocks)
     assert pool.occupied_bytes == 3 * slots[0].block_bytes
     with pytest.raises(TierFullError):
-        slots.store([[2], [], []], keys, keys, {0: 0, 1: 1, 2: 2}, sums)
+        slots.store([[2], [], []], blocks)
     slots.drop([[0, 1], [2], []])
     assert pool.occupied_bytes == 0
