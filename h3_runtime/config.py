@@ -62,7 +62,7 @@ class RuntimeConfig:
     # decode re-selects each layer's hot blocks for the current query every this many tokens
     # (1: every token, as Quest does); in between the hot set stays. Selection is most of a
     # decoded token's own cost on a CPU (h3 bench --scenario decode)
-    decode_reselect_every: int = 4
+    decode_reselect_every: int = 3
     # decode keeps its hot KV (sinks, window, selected blocks) in this dtype when it is narrower
     # than the model's ("model": the model's own): float16 holds twice a float32 model's tokens
     # in the same hot bytes; attention reads an up-cast copy (kvcache/geometry.py)

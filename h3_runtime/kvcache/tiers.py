@@ -212,13 +212,6 @@ class HotSlots(Tier):
             self.version += 1
         return slots
 
-    def drop_many(self, keys: list[Hashable]) -> None:
-        """`drop` for several blocks, one bias write for all."""
-        slots = self.vacate(keys)
-        if slots:
-            idx = torch.tensor(slots, device=self.bias.device)
-            self.bias.view(self.n_slots, self.T)[idx] = float("-inf")
-
     def touch(self, key: Hashable) -> None:
         pass  # placement in hot is decided by the AHAS heat, not by recency
 
