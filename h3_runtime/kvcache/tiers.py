@@ -270,26 +270,31 @@ class LayerSlots(Sequence[HotSlots]):
     def store(self, wanted: list[list[int]], blocks: dict[int, KVBlock], masked_prefix: int = 0,
               masked_key: int | None = None) -> None:
         """Copies each head's `wanted[h]` blocks (not held yet; `blocks` has their host bytes)
-        into free slots of that head: each head's slice is gathered once, and one copy per
-        tensor puts them all in place. `masked_prefix` leading tokens of block `masked_key`
-        stay masked (the attention sinks, attended from their own buffer)."""
-        heads, slots, keys, values = [], [], [], []
+        into free slots of that head: the blocks are stacked once and every head's slices
+        gathered and put in place in one copy per tensor (a Python view per block and head
+        cost ~4 us each, 56 pairs per layer and step on average at 8K, 10%). `masked_prefix`
+        leading tokens of block `masked_key` stay masked (the attention sinks, attended from
+        their own buffer)."""
+        heads, slots, rows = [], [], []
         masked: list[tuple[int, int]] = []
+        row_of = {b: i for i, b in enumerate(blocks)}
         for h, (head, want) in enumerate(zip(self.heads, wanted, strict=True)):
             if not want:
                 continue
             slots += head.claim(want, [blocks[b].checksum for b in want])
             heads += [h] * len(want)
-            keys += [blocks[b].keys[h] for b in want]  # (T, D) views
-            values += [blocks[b].values[h] for b in want]
+            rows += [row_of[b] for b in want]
             if masked_prefix and masked_key in want:
                 masked.append((h, head.slot_of[masked_key]))
         if not slots:
             return
         dev = self.k.device
         hi, si = torch.tensor(heads, device=dev), torch.tensor(slots, device=dev)
-        self.k[hi, si] = to_hot(torch.stack(keys), self.k.dtype).to(dev)  # (M, T, D)
-        self.v[hi, si] = to_hot(torch.stack(values), self.v.dtype).to(dev)
+        src = torch.tensor(rows), torch.tensor(heads)  # of the stacked (u, H_kv, T, D) blocks
+        keys = torch.stack([blk.keys for blk in blocks.values()])
+        values = torch.stack([blk.values for blk in blocks.values()])
+        self.k[hi, si] = to_hot(keys[src], self.k.dtype).to(dev)  # (M, T, D)
+        self.v[hi, si] = to_hot(values[src], self.v.dtype).to(dev)
         self.bias[hi, si] = 0.0
         for h, slot in masked:
             self.bias[h, slot, :masked_prefix] = float("-inf")
