@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -15,10 +16,12 @@ if TYPE_CHECKING:
 def greedy_decode(model: torch.nn.Module, cache: ReuseCache, first_logits: torch.Tensor,
                   max_new_tokens: int, eos_ids: Sequence[int] = (),
                   on_first: Callable[[], None] | None = None,
-                  forward: Callable | None = None) -> list[int]:
+                  forward: Callable | None = None,
+                  step_seconds: list[float] | None = None) -> list[int]:
     """Greedy continuation from `first_logits` `(V,)` over `cache` (which it extends); stops at
     an EOS or after `max_new_tokens`. `forward`: what runs one token (default: the model; the
-    engine passes the model's own forward when `model.forward` is wrapped)."""
+    engine passes the model's own forward when `model.forward` is wrapped). `step_seconds`, if
+    given, receives each forward call's wall time, in order."""
     run = forward if forward is not None else model
     device = first_logits.device
     out: list[int] = []
@@ -32,5 +35,8 @@ def greedy_decode(model: torch.nn.Module, cache: ReuseCache, first_logits: torch
             break
         ids = torch.tensor([[token]], device=device)  # (1, 1)
         cache.note_tokens(ids)
+        t0 = time.perf_counter()
         logits = run(input_ids=ids, cache=cache, use_cache=True).logits[0, -1]  # (V,)
+        if step_seconds is not None:
+            step_seconds.append(time.perf_counter() - t0)
     return out

@@ -75,6 +75,7 @@ class H3Engine:
         self.cache: H3Cache | None = None  # the most recent cache (what stats() describe)
         self.hot_peak_bytes = 0
         self.timings: dict[str, float] = {}
+        self.decode_step_seconds: list[float] = []  # the last generate's, one per forward call
         register()
 
     # ---- caches -------------------------------------------------------------------------------
@@ -173,8 +174,10 @@ class H3Engine:
         out = self._prefill_rest(forward, cache, ids)
         t1 = time.perf_counter()
         eos = getattr(self.tokenizer, "eos_token_id", None)
+        self.decode_step_seconds = []  # each decoded token's forward call (the decode bench)
         new = greedy_decode(self.model, cache, out.logits[0, -1], max_new_tokens,
-                            eos_ids=(eos,) if isinstance(eos, int) else (), forward=forward)
+                            eos_ids=(eos,) if isinstance(eos, int) else (), forward=forward,
+                            step_seconds=self.decode_step_seconds)
         t2 = time.perf_counter()
         self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1, "decode_tokens": len(new) - 1,
                         "prompt_tokens": ids.shape[1], "prefill_tokens_computed": ids.shape[1] - done}

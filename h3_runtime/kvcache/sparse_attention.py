@@ -26,7 +26,7 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
     (decode_kv_dtype) is read through an up-cast copy, accounted in the hot pool while it lives
     (geometry.py makes room for one), and attended with two batched matmuls over the query heads
     grouped by their KV head: on CPU, sdpa in float16 itself is 4x slower than in float32, and
-    sdpa on the copy spent a third of its time expanding the mask and the KV heads for GQA."""
+    sdpa on the copy would also expand the mask and the KV heads to every query head (GQA)."""
     H, N, D = k_buf.shape
     if k_buf.dtype == q.dtype:
         mask = _per_query_head(bias, q.shape[1]).to(q.dtype)[None, :, None, :]  # (1, Hq, 1, N)

@@ -230,8 +230,8 @@ class LayerSlots(Sequence[HotSlots]):
     """One layer's block slots, per KV head: one `HotSlots` per head (its bookkeeping: which
     block is in which slot) over one shared region of the layer's hot buffer, so a step's
     swaps for every head are one copy per tensor. Decode at 8K tokens and 10% swaps ~40
-    block-heads per layer and re-selection, and the copies were mostly op overhead: one per head
-    cost 8.2 ms per decoded token, one for all heads 7.3 ms (SmolLM2, this 2-core machine).
+    block-heads per layer and re-selection, little data: on a CPU the cost of a copy is mostly
+    the op itself, so one for all heads beats one per head.
 
     k, v: (H_kv, n_slots * T, D) and bias: (H_kv, n_slots * T), views of the layer's buffer."""
 
@@ -271,8 +271,8 @@ class LayerSlots(Sequence[HotSlots]):
               masked_key: int | None = None) -> None:
         """Copies each head's `wanted[h]` blocks (not held yet; `blocks` has their host bytes)
         into free slots of that head: the blocks are stacked once and every head's slices
-        gathered and put in place in one copy per tensor (a Python view per block and head
-        cost ~4 us each, 56 pairs per layer and step on average at 8K, 10%). `masked_prefix`
+        gathered and put in place in one copy per tensor (rather than a Python view per block
+        and head: tens of them per layer and step). `masked_prefix`
         leading tokens of block `masked_key` stay masked (the attention sinks, attended from
         their own buffer)."""
         heads, slots, rows = [], [], []

@@ -67,6 +67,9 @@ def test_decode_runs_in_float16_within_budget_and_prefill_returns_to_float32(col
     engine, cache, ids, out = _run(model, cold_dir, "float16")
     stores = [layer.store for layer in cache.layers]
     assert engine.stats()["mode"] == "sparse" and len(out) == 6
+    # one wall time per decoding forward call (the decode bench's per-step breakdown)
+    assert len(engine.decode_step_seconds) == engine.stats()["decode_tokens"] == len(out) - 1
+    assert all(sec > 0 for sec in engine.decode_step_seconds)
     assert all(s.k.dtype == torch.float16 and s.n_slots == engine.geometry.decode_slots
                for s in stores)
     assert max(len(h.slot_of) for s in stores for h in s.slots) == engine.geometry.decode_slots
