@@ -246,7 +246,7 @@ class LayerSlots(Sequence[HotSlots]):
         self.bias = bias.view(H, n, T)
         self._held: tuple[tuple[int, ...], torch.Tensor, torch.Tensor] | None = None
 
-    def __getitem__(self, h):  # Sequence: a head's slots
+    def __getitem__(self, h: int) -> HotSlots:  # Sequence: a head's slots
         return self.heads[h]
 
     def __len__(self) -> int:
@@ -269,12 +269,12 @@ class LayerSlots(Sequence[HotSlots]):
 
     def store(self, wanted: list[list[int]], blocks: dict[int, KVBlock], masked_prefix: int = 0,
               masked_key: int | None = None) -> None:
-        """Copies each head's `wanted[h]` blocks (not held yet; `blocks` has their host bytes)
-        into free slots of that head: the blocks are stacked once and every head's slices
-        gathered and put in place in one copy per tensor (rather than a Python view per block
-        and head: tens of them per layer and step). `masked_prefix`
-        leading tokens of block `masked_key` stay masked (the attention sinks, attended from
-        their own buffer)."""
+        """Copies each head's `wanted[h]` blocks (not held yet; `blocks` has their host bytes,
+        each block wanted by some head) into free slots of that head: the blocks are stacked
+        once, and every head's slices are gathered and put in place in one copy per tensor
+        (rather than a Python view per block and head: tens of them per layer and step).
+        `masked_prefix` leading tokens of block `masked_key` stay masked (the attention sinks,
+        attended from their own buffer)."""
         heads, slots, rows = [], [], []
         masked: list[tuple[int, int]] = []
         row_of = {b: i for i, b in enumerate(blocks)}
