@@ -74,7 +74,7 @@ class LayerStore:
         nbytes = 2 * H * N * D * torch.empty((), dtype=dtype).element_size()
         carried = None
         if self.k is not None:
-            self.slots.drop([list(head_slots.slot_of) for head_slots in self.slots])
+            self.slots.clear()
             carried = (self.k[:, :keep].to("cpu", copy=True), self.v[:, :keep].to("cpu", copy=True),
                        self.bias[:, :keep].clone())  # sinks + ring (bias: a few floats)
             self.ctx.pool.vacate(self.live_tokens * self.token_bytes)  # re-counted below
@@ -165,7 +165,7 @@ class LayerStore:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no
         selected blocks): what decode selects then depends only on the KV and the prompt, so a
         document loaded from cold and one recomputed give the same tokens under one budget."""
-        self.slots.drop([list(head_slots.slot_of) for head_slots in self.slots])
+        self.slots.clear()
         self.heat = LayerHeat(len(self.slots))
         self.prefetched.clear()
         self.last_pattern = None

@@ -267,6 +267,10 @@ class LayerSlots(Sequence[HotSlots]):
             dev = self.bias.device
             self.bias[torch.tensor(heads, device=dev), torch.tensor(slots, device=dev)] = float("-inf")
 
+    def clear(self) -> None:
+        """Drops every block of every head."""
+        self.drop([list(head.slot_of) for head in self.heads])
+
     def store(self, wanted: list[list[int]], blocks: dict[int, KVBlock], masked_prefix: int = 0,
               masked_key: int | None = None) -> None:
         """Copies each head's `wanted[h]` blocks (not held yet; `blocks` has their host bytes,
