@@ -28,6 +28,11 @@ from h3_runtime.kvcache.cold import KVBlockStore, cold_root
 from h3_runtime.kvcache.geometry import plan_geometry
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.key_basis import key_basis
+from h3_runtime.kvcache.sparse_attention import (
+    BIAS_DTYPE,
+    decode_scratch_bytes_per_token,
+    native_narrow_matmul,
+)
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.tiers import WarmTier
 from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model
@@ -62,11 +67,17 @@ class H3Engine:
         self.bytes_per_token_layer = 2 * self.n_kv_heads * self.head_dim * self.elt
         self.budget_bytes = int(rt.hbm_size_gb * GiB)
         self.selection = selection
-        self.decode_dtype = decode_kv_dtype(next(model.parameters()).dtype, rt.decode_kv_dtype)
+        model_dtype = next(model.parameters()).dtype
+        self.decode_dtype = decode_kv_dtype(model_dtype, rt.decode_kv_dtype)
+        self.decode_native_matmul = native_narrow_matmul(next(model.parameters()).device)
         self.geometry = plan_geometry(
             self.budget_bytes, self.n_layers, self.bytes_per_token_layer, rt, selection=selection,
             decode_bytes_per_token_layer=2 * self.n_kv_heads * self.head_dim
-            * self.decode_dtype.itemsize)
+            * self.decode_dtype.itemsize,
+            bias_bytes_per_token_layer=self.n_kv_heads * BIAS_DTYPE.itemsize,
+            decode_scratch_bytes_per_token=decode_scratch_bytes_per_token(
+                model.config.num_attention_heads, self.bytes_per_token_layer, model_dtype,
+                self.decode_dtype, self.decode_native_matmul))
         self.cold = KVBlockStore(cold_root(rt.cold_storage_path), int(rt.cold_storage_max_gb * GiB))
         self.scheduler = AhasScheduler(self.config.scheduler, self.config.hbf)
         self.fingerprint = fingerprint(model)
@@ -90,7 +101,8 @@ class H3Engine:
                           exact_prefill=self.config.runtime.prefill_attention == "exact",
                           reselect_every=self.config.runtime.decode_reselect_every,
                           key_basis=self.key_basis if self.selection else None,
-                          decode_dtype=self.decode_dtype)
+                          decode_dtype=self.decode_dtype,
+                          decode_native_matmul=self.decode_native_matmul)
         cache = H3Cache(self.n_layers, self.geometry, ctx, keys, self.device, exact_allowed)
         self.cache = cache
         return cache

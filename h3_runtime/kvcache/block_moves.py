@@ -40,6 +40,7 @@ class TierContext:
     reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
     key_basis: torch.Tensor | None = None  # (n_layers, H_kv, D, r): per-token key sketches
     decode_dtype: torch.dtype | None = None  # decode's hot buffers (None: the model's dtype)
+    decode_native_matmul: bool = False  # decode attends the narrow buffer in its own dtype
     observe_window: bool = True  # the exact prefill's chunk is a forward call's last: it scores
     # its last queries' attention per block for decode (exact_prefill._BlockMass)
 

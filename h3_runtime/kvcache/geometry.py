@@ -1,9 +1,11 @@
 """How a hot budget is split: per layer [sinks | recent ring | block slots], plus one transient
 chunk (the new tokens of the layer being computed).
 
-While prefilling:
+A hot buffer costs b + beta bytes per token-layer: K and V (b = 2 * H_kv * D * element size)
+and the column of its float32 attention bias (beta = 4 * H_kv, ~1.6% of a float16 buffer at
+D = 64), which is how attention skips empty columns. While prefilling:
 
-    (n_layers * P + chunk + (P + chunk)) * bytes_per_token_layer <= budget
+    (n_layers * P + chunk + (P + chunk)) * (b + beta) <= budget
 
 (P = per_layer_tokens; the last term is the attention staging copy of one layer's hot buffer
 plus its new tokens, alive only while that layer attends; the exact prefill streams its block
@@ -12,17 +14,19 @@ one token, read in place. So each layer's block slots grow to `decode_slots` for
 shrink back before the next prefill chunk). Decode may also keep its hot buffers in a narrower
 dtype than the model's (`runtime.decode_kv_dtype`, float16 for a float32 model:
 `decode_bytes_per_token_layer` b_dec is half the model's b), so the same bytes hold twice the
-tokens; attention then reads an up-cast copy of one layer's buffer at a time. Decoding stays
-within
+tokens. Decoding stays within
 
-    n_layers * P_dec * b_dec + (P_dec * b if b_dec < b) + b <= budget
+    n_layers * P_dec * (b_dec + beta) + P_dec * sigma + b <= budget
 
-(P_dec = decode_layer_tokens; the last term is the new token). Every layer switches between
-its prefill and its decode buffer before any layer attends (hf/cache.py), each releasing its
-old buffer before reserving the new one (its sinks and ring wait in host memory meanwhile), so
-a switch never holds more than n_layers * max(P * b, P_dec * b_dec), which both bounds cover.
+(P_dec = decode_layer_tokens; sigma: what decode attention allocates per buffer token of the
+one layer attending - its scores and probabilities, plus an up-cast copy of the buffer where
+the device cannot multiply the narrow dtype natively: sparse_attention.decode_attention; the
+last term is the new token). Every layer switches between its prefill and its decode buffer
+before any layer attends (hf/cache.py), each releasing its old buffer before reserving the new
+one (its sinks and ring wait in host memory meanwhile), so a switch never holds more than
+n_layers * max(P * (b + beta), P_dec * (b_dec + beta)), which both bounds cover.
 The hot tier can never exceed its budget, whatever the prompt length, and decode attends to
-about twice (1.9x at 30 layers) the tokens a float32 buffer would hold.
+about twice the tokens a float32 buffer would hold.
 """
 
 from __future__ import annotations
@@ -47,6 +51,8 @@ class Geometry:
     bytes_per_token_layer: int  # 2 * H_kv * D * element size
     decode_slots: int  # block slots per layer while decoding (>= n_slots; see above)
     decode_bytes_per_token_layer: int  # the same in decode's hot dtype (module doc)
+    bias_bytes_per_token_layer: int = 0  # a buffer's attention bias column (module doc: beta)
+    decode_scratch_bytes_per_token: int = 0  # decode attention's transient bytes (sigma)
 
     @property
     def per_layer_tokens(self) -> int:
@@ -66,14 +72,18 @@ class Geometry:
         chunk, one staging copy) or decode (every layer's larger buffers, the up-cast copy of
         one, one new token)."""
         P, C, Pd = self.per_layer_tokens, self.chunk_tokens, self.decode_layer_tokens
-        b, b_dec = self.bytes_per_token_layer, self.decode_bytes_per_token_layer
-        return max((n_layers * P + C + P + C) * b, decode_peak_bytes(Pd, n_layers, b, b_dec))
+        b, beta = self.bytes_per_token_layer, self.bias_bytes_per_token_layer
+        return max((n_layers * P + C + P + C) * (b + beta),
+                   decode_peak_bytes(Pd, n_layers, b, self.decode_bytes_per_token_layer, beta,
+                                     self.decode_scratch_bytes_per_token))
 
 
-def decode_peak_bytes(Pd: int, n_layers: int, b: int, b_dec: int) -> int:
-    """Hot bytes at most while decoding with Pd tokens per layer in b_dec bytes each (b: the
-    model's bytes per token-layer; module doc)."""
-    return n_layers * Pd * b_dec + (Pd * b if b_dec < b else 0) + b
+def decode_peak_bytes(Pd: int, n_layers: int, b: int, b_dec: int, beta: int = 0,
+                      sigma: int = 0) -> int:
+    """Hot bytes at most while decoding with Pd tokens per layer in b_dec bytes each plus beta
+    of bias, sigma of one layer's attention scratch per token (b: the model's bytes per
+    token-layer, for the new token; module doc)."""
+    return n_layers * Pd * (b_dec + beta) + Pd * sigma + b
 
 
 MIN_SLOTS = 32  # fewer selectable blocks than this and the block size halves (see below)
@@ -82,11 +92,14 @@ MIN_BLOCK_TOKENS = 8
 
 def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
                   rt: RuntimeConfig, selection: bool = True,
-                  decode_bytes_per_token_layer: int | None = None) -> Geometry:
+                  decode_bytes_per_token_layer: int | None = None,
+                  bias_bytes_per_token_layer: int = 0,
+                  decode_scratch_bytes_per_token: int = 0) -> Geometry:
     """Splits the budget. `selection=False` gives the sinks + window baseline (no block slots:
     the whole per-layer budget is the recent window, StreamingLLM-like).
     `decode_bytes_per_token_layer`: decode's hot bytes per token-layer when its buffers are
     narrower than the model's dtype (module doc); None: the same.
+    `bias_bytes_per_token_layer`, `decode_scratch_bytes_per_token`: beta and sigma (module doc).
 
     `runtime.block_tokens` is the largest block size: while the budget holds fewer than MIN_SLOTS
     block slots per layer, the block size halves (down to MIN_BLOCK_TOKENS). A small budget thus
@@ -98,14 +111,16 @@ def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
     T = rt.block_tokens
     while True:
         g = _split(budget_bytes, n_layers, bytes_per_token_layer, rt, selection, T,
-                   decode_bytes_per_token_layer or bytes_per_token_layer)
+                   decode_bytes_per_token_layer or bytes_per_token_layer,
+                   bias_bytes_per_token_layer, decode_scratch_bytes_per_token)
         if g is not None and (not selection or g.n_slots >= MIN_SLOTS or T // 2 < MIN_BLOCK_TOKENS):
             return g
         if T // 2 < MIN_BLOCK_TOKENS:
             break
         T //= 2
     sinks = min(rt.sink_tokens, T)
-    per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer, rt)[1]
+    per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer + bias_bytes_per_token_layer,
+                           rt)[1]
     raise BudgetTooSmallError(
         f"hbm_size_gb={budget_bytes / 2**30:.6f}: {budget_bytes} B hold {per_layer} tokens per "
         f"layer, fewer than sinks + one block ({sinks + T}); raise it or lower block_tokens")
@@ -119,9 +134,9 @@ def _per_layer(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
 
 
 def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: RuntimeConfig,
-           selection: bool, T: int, decode_bpt: int) -> Geometry | None:
+           selection: bool, T: int, decode_bpt: int, beta: int, sigma: int) -> Geometry | None:
     """The split for block size T, or None if the budget cannot hold sinks + one block."""
-    chunk, per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer, rt)
+    chunk, per_layer = _per_layer(budget_bytes, n_layers, bytes_per_token_layer + beta, rt)
     sinks = min(rt.sink_tokens, T)
     if per_layer < sinks + T:
         return None
@@ -129,14 +144,15 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
     if not selection:
         # the window's ring keeps its size while decoding (no slots to grow; its buffer still
         # takes the decode dtype, so the bound with the model's bytes over-counts it)
-        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0, decode_bpt)
+        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0, decode_bpt, beta,
+                        sigma)
     recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
     recent_capacity = recent + T
     n_slots = (room - recent_capacity) // T
     # decoding: no chunk and no staging copy (module doc)
     b = bytes_per_token_layer
-    per_token = n_layers * decode_bpt + (b if decode_bpt < b else 0)  # decode_peak_bytes' slope
+    per_token = n_layers * (decode_bpt + beta) + sigma  # decode_peak_bytes' slope
     decode_tokens = (budget_bytes - b) // per_token
     decode_slots = max(n_slots, (decode_tokens - sinks - recent_capacity) // T)
     return Geometry(T, sinks, n_slots, recent_capacity, chunk, rt.top_k_blocks, b, decode_slots,
-                    decode_bpt)
+                    decode_bpt, beta, sigma)

@@ -29,7 +29,12 @@ from h3_runtime.kvcache.block_moves import BlockMoves, TierContext, apply_placem
 from h3_runtime.kvcache.checksum import block_checksum
 from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
 from h3_runtime.kvcache.geometry import Geometry
-from h3_runtime.kvcache.sparse_attention import NEG_INF, chunk_attention, decode_attention
+from h3_runtime.kvcache.sparse_attention import (
+    BIAS_DTYPE,
+    NEG_INF,
+    chunk_attention,
+    decode_attention,
+)
 from h3_runtime.kvcache.summaries import BlockSummaries
 from h3_runtime.kvcache.tiers import LayerSlots
 from h3_runtime.scheduler.ahas import LayerHeat
@@ -71,7 +76,7 @@ class LayerStore:
         never holds two buffers of a layer (geometry.py)."""
         keep, T = self.ring0 + self.cap, self.g.block_tokens
         N = keep + n_slots * T
-        nbytes = 2 * H * N * D * torch.empty((), dtype=dtype).element_size()
+        nbytes = H * N * (2 * D * dtype.itemsize + BIAS_DTYPE.itemsize)  # K, V and the bias
         carried = None
         if self.k is not None:
             self.slots.clear()
@@ -83,7 +88,7 @@ class LayerStore:
         self.ctx.pool.reserve(nbytes, "layer buffers")
         k = torch.zeros(H, N, D, dtype=dtype, device=device)
         v = torch.zeros(H, N, D, dtype=dtype, device=device)
-        bias = torch.full((H, N), NEG_INF, dtype=torch.float32, device=device)
+        bias = torch.full((H, N), NEG_INF, dtype=BIAS_DTYPE, device=device)
         if carried is not None:
             k[:, :keep] = to_hot(carried[0], dtype).to(device)
             v[:, :keep] = to_hot(carried[1], dtype).to(device)
@@ -159,7 +164,8 @@ class LayerStore:
         self.decode_steps += 1
         if due and self.ctx.selection and n_cand and self.n_slots:
             self._select(q, n_cand, scaling)
-        return decode_attention(q, self.k, self.v, self.bias, scaling, self.ctx.pool)
+        return decode_attention(q, self.k, self.v, self.bias, scaling, self.ctx.pool,
+                                self.ctx.decode_native_matmul)
 
     def _reset_selection(self) -> None:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no

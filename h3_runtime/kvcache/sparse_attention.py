@@ -11,37 +11,75 @@ from __future__ import annotations
 
 import torch
 
+from h3_runtime.kvcache.block import to_hot
 from h3_runtime.kvcache.hot import HotPool
 
 NEG_INF = float("-inf")
+BIAS_DTYPE = torch.float32  # a hot buffer's additive bias (geometry.py counts it: beta)
+
+
+def native_narrow_matmul(device: torch.device) -> bool:
+    """Whether decode attends a narrow (float16) buffer in its own dtype on `device`: on CUDA,
+    where float16 matmul is native and an up-cast copy would only cost memory and time. Not on
+    a CPU: even with oneDNN's float16 kernels (AVX512-FP16) a decode-sized float16 bmm measured
+    no faster than the up-cast copy plus a float32 bmm (2 threads, 8K tokens at 10%: 172 vs
+    158 us a layer), and without them PyTorch's float16 CPU matmul is a slow fallback."""
+    return device.type == "cuda"
+
+
+def decode_scratch_bytes_per_token(n_query_heads: int, model_bytes_per_token_layer: int,
+                                   q_dtype: torch.dtype, buffer_dtype: torch.dtype,
+                                   native: bool) -> int:
+    """What `decode_attention` allocates per buffer token of the layer attending (the
+    geometry's sigma): scores and probabilities per query head, plus the narrow copy of the
+    probabilities (native) or an up-cast copy of the buffer's K and V (not native); with a
+    buffer in the query's dtype, sdpa's mask, scores and probabilities."""
+    if buffer_dtype == q_dtype:
+        return n_query_heads * 3 * q_dtype.itemsize
+    if native:
+        return n_query_heads * (4 + 4 + buffer_dtype.itemsize)
+    return model_bytes_per_token_layer + n_query_heads * 2 * q_dtype.itemsize
 
 
 def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
-                     bias: torch.Tensor, scaling: float, pool: HotPool) -> torch.Tensor:
+                     bias: torch.Tensor, scaling: float, pool: HotPool,
+                     native: bool = False) -> torch.Tensor:
     """One new token over the hot buffer, which already holds the token itself (the layer
     commits it to the ring first): the buffer is read in place, its bias masking empty columns.
     q: (1, Hq, 1, D); k_buf, v_buf: (H_kv, N, D); bias: (H_kv, N). Returns (1, 1, Hq, D).
+    What it allocates is reserved in the hot pool while it lives (the geometry makes room:
+    `decode_scratch_bytes_per_token`).
 
     A buffer in the query's dtype goes through one fused sdpa call. A narrower one
-    (decode_kv_dtype) is read through an up-cast copy, accounted in the hot pool while it lives
-    (geometry.py makes room for one), and attended with two batched matmuls over the query heads
-    grouped by their KV head: on CPU, sdpa in float16 itself is 4x slower than in float32, and
-    sdpa on the copy would also expand the mask and the KV heads to every query head (GQA)."""
+    (decode_kv_dtype) is attended with two batched matmuls over the query heads grouped by their
+    KV head (sdpa would expand the mask and the KV heads to every query head, GQA):
+    - `native` (CUDA: `native_narrow_matmul`): in that dtype, in place. The query is scaled
+      first, so the products are the logits themselves, far inside float16's range; the
+      softmax runs in float32. Rounding the query and the probabilities to float16 moves the
+      output by ~1e-4 (the keys themselves are float16), and no up-cast copy is made.
+    - else (CPU) in float32 on an up-cast copy of the buffer."""
     H, N, D = k_buf.shape
-    if k_buf.dtype == q.dtype:
-        mask = _per_query_head(bias, q.shape[1]).to(q.dtype)[None, :, None, :]  # (1, Hq, 1, N)
-        out = torch.nn.functional.scaled_dot_product_attention(
-            q, k_buf[None], v_buf[None], attn_mask=mask, scale=scaling, enable_gqa=True)
-        return out.transpose(1, 2)
-    upcast = (k_buf.numel() + v_buf.numel()) * q.element_size()
-    pool.reserve(upcast, "decode up-cast")
+    scratch = N * decode_scratch_bytes_per_token(q.shape[1], k_buf.shape[0] * 2 * D * q.element_size(),
+                                                 q.dtype, k_buf.dtype, native)
+    pool.reserve(scratch, "decode attention")
     try:
-        qg = q[0, :, 0].reshape(H, -1, D)  # (H_kv, g, D): query head h reads KV head h // g
-        scores = torch.baddbmm(bias[:, None, :].to(q.dtype), qg, k_buf.to(q.dtype).transpose(1, 2),
-                               alpha=scaling)  # (H_kv, g, N)
-        out = torch.bmm(torch.softmax(scores, dim=-1), v_buf.to(q.dtype))  # (H_kv, g, D)
+        if k_buf.dtype == q.dtype:
+            mask = _per_query_head(bias, q.shape[1]).to(q.dtype)[None, :, None, :]  # (1, Hq, 1, N)
+            out = torch.nn.functional.scaled_dot_product_attention(
+                q, k_buf[None], v_buf[None], attn_mask=mask, scale=scaling, enable_gqa=True)
+            return out.transpose(1, 2)
+        if native:
+            qg = to_hot(q[0, :, 0] * scaling, k_buf.dtype).reshape(H, -1, D)  # (H_kv, g, D)
+            scores = torch.bmm(qg, k_buf.transpose(1, 2)).float().add_(bias[:, None, :])
+            probs = torch.softmax(scores, dim=-1).to(v_buf.dtype)  # (H_kv, g, N)
+            out = torch.bmm(probs, v_buf).to(q.dtype)  # (H_kv, g, D)
+        else:
+            qg = q[0, :, 0].reshape(H, -1, D)  # (H_kv, g, D): query head h reads KV head h // g
+            scores = torch.baddbmm(bias[:, None, :].to(q.dtype), qg,
+                                   k_buf.to(q.dtype).transpose(1, 2), alpha=scaling)
+            out = torch.bmm(torch.softmax(scores, dim=-1), v_buf.to(q.dtype))  # (H_kv, g, D)
     finally:
-        pool.release(upcast, "decode up-cast")
+        pool.release(scratch, "decode attention")
     return out.reshape(1, 1, -1, D)
 
 

@@ -46,6 +46,28 @@ def test_the_narrow_decode_geometry_fits_its_budget_and_holds_about_twice_the_to
     assert layers * max(narrow.per_layer_tokens * b, narrow.decode_layer_tokens * b // 2) <= budget
 
 
+
+@pytest.mark.parametrize("native", [False, True])
+@pytest.mark.parametrize("share", [0.01, 0.05, 0.2])
+def test_the_geometry_counts_the_bias_and_decode_attention_scratch(share, native):
+    """The buffers' float32 bias (beta) and decode attention's transient bytes (sigma: the
+    up-cast copy where the device has no float16 matmul) are inside the plan: it still fits,
+    holds no more tokens than a plan that forgets them, and one more slot would not fit."""
+    from h3_runtime.kvcache.sparse_attention import decode_scratch_bytes_per_token
+
+    rt, layers, H, D = RuntimeConfig(), 30, 3, 64
+    b, b_dec, beta = 2 * H * D * 4, 2 * H * D * 2, H * 4
+    sigma = decode_scratch_bytes_per_token(3 * H, b, torch.float32, torch.float16, native)
+    budget = int(8192 * b * layers * share)
+    bare = plan_geometry(budget, layers, b, rt, decode_bytes_per_token_layer=b_dec)
+    g = plan_geometry(budget, layers, b, rt, decode_bytes_per_token_layer=b_dec,
+                      bias_bytes_per_token_layer=beta, decode_scratch_bytes_per_token=sigma)
+    assert g.hot_bytes(layers) <= budget
+    assert g.decode_layer_tokens <= bare.decode_layer_tokens
+    more = g.decode_layer_tokens + g.block_tokens
+    assert decode_peak_bytes(more, layers, b, b_dec, beta, sigma) > budget
+
+
 def _run(model, cold_dir, dtype_setting: str):
     engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
                       cold_storage_path=cold_dir,
@@ -93,13 +115,20 @@ def test_decode_runs_in_float16_within_budget_and_prefill_returns_to_float32(col
     assert out32[:2] == out[:2]
 
 
+@pytest.mark.parametrize("native", [False, True])
 @pytest.mark.parametrize("groups", [1, 3])
-def test_narrow_decode_attention_matches_sdpa_on_the_up_cast_buffer(groups):
-    """The batched-matmul path for a float16 buffer computes what one sdpa call over its
-    float32 copy computes (masked columns ignored, query heads reading their own KV head), and
-    its up-cast copy is accounted in the pool only while it lives."""
+def test_narrow_decode_attention_matches_sdpa_on_the_up_cast_buffer(groups, native):
+    """Both batched-matmul paths for a float16 buffer compute what one sdpa call over its
+    float32 copy computes (masked columns ignored, query heads reading their own KV head): the
+    up-cast path to float32 rounding, the native float16 one to float16's (the query and the
+    probabilities are rounded); what each allocates is accounted in the pool only while it
+    lives, as much as the geometry plans for."""
     from h3_runtime.kvcache.hot import HotPool
-    from h3_runtime.kvcache.sparse_attention import _per_query_head, decode_attention
+    from h3_runtime.kvcache.sparse_attention import (
+        _per_query_head,
+        decode_attention,
+        decode_scratch_bytes_per_token,
+    )
 
     g = torch.Generator().manual_seed(groups)
     H, N, D = 2, 50, 16
@@ -110,12 +139,17 @@ def test_narrow_decode_attention_matches_sdpa_on_the_up_cast_buffer(groups):
     bias[0, 10:30] = float("-inf")
     bias[1, :5] = float("-inf")
     pool = HotPool(10**6)
-    out = decode_attention(q, k, v, bias, 0.25, pool)
+    out = decode_attention(q, k, v, bias, 0.25, pool, native)
     mask = _per_query_head(bias, H * groups)[None, :, None, :]
     ref = torch.nn.functional.scaled_dot_product_attention(
         q, k[None].float(), v[None].float(), attn_mask=mask, scale=0.25, enable_gqa=True)
-    assert out.shape == (1, 1, H * groups, D)
-    torch.testing.assert_close(out, ref.transpose(1, 2), rtol=1e-5, atol=1e-6)
-    assert pool.used_bytes == 0 and pool.peak_bytes == 2 * H * N * D * 4
+    assert out.shape == (1, 1, H * groups, D) and out.dtype == torch.float32
+    tol = {"rtol": 2e-3, "atol": 2e-3} if native else {"rtol": 1e-5, "atol": 1e-6}
+    torch.testing.assert_close(out, ref.transpose(1, 2), **tol)
+    assert not native or not torch.equal(out, ref.transpose(1, 2))  # it did run in float16
+    planned = N * decode_scratch_bytes_per_token(H * groups, 2 * H * D * 4, torch.float32,
+                                                 torch.float16, native)
+    assert pool.used_bytes == 0 and pool.peak_bytes == planned
+    assert planned >= (0 if native else 2 * H * N * D * 4)  # the up-cast copy, where made
     k[0, 10:30] = 1e4  # masked columns cannot matter
-    torch.testing.assert_close(decode_attention(q, k, v, bias, 0.25, pool), out)
+    torch.testing.assert_close(decode_attention(q, k, v, bias, 0.25, pool, native), out)
