@@ -51,7 +51,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                  "seeds; default 1)")
     p.add_argument("--first-seed", type=int, help="ruler: the first of those seeds (default 0; "
                                                     "another range measures held-out prompts)")
+    p.add_argument("--lengths", type=_lengths, help="ruler: context lengths in tokens, comma-separated "
+                                                   "(default 4096,8192; the passkey part: 2048,4096,8192)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+def _lengths(text: str) -> list[int]:
+    """`--lengths 4096,8192` -> [4096, 8192] (argparse reports a bad value with the flag's name)."""
+    try:
+        values = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected token counts like 4096,8192") from None
+    if not values or min(values) < 256:
+        raise argparse.ArgumentTypeError(f"{text!r}: each length must be >= 256 tokens")
+    return values
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         func = getattr(importlib.import_module(module_name), func_name)
         params = inspect.signature(func).parameters
-        extra = {opt: getattr(args, opt) for opt in ("home", "samples", "first_seed")
+        extra = {opt: getattr(args, opt) for opt in ("home", "samples", "first_seed", "lengths")
                  if getattr(args, opt, None) and opt in params}
         try:
             result = func(out, args.quick, **extra)

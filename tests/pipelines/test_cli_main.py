@@ -28,3 +28,19 @@ def test_every_command_accepts_json(command):
     )
     assert out.returncode == 0, out.stderr
     assert "--json" in out.stdout
+
+
+@pytest.mark.parametrize("value", ["4k", "100", ""])
+def test_bench_lengths_rejects_a_bad_value_naming_the_flag(value):
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", "ruler",
+         "--lengths", value, "--out", "/nonexistent/never-created"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 2 and "--lengths" in out.stderr, out.stderr
+
+
+def test_bench_lengths_are_parsed_as_token_counts():
+    from pipelines.cli.bench import _lengths
+
+    assert _lengths("8192,4096") == [8192, 4096]
