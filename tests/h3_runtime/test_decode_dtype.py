@@ -153,3 +153,23 @@ def test_narrow_decode_attention_matches_sdpa_on_the_up_cast_buffer(groups, nati
     assert planned >= (0 if native else 2 * H * N * D * 4)  # the up-cast copy, where made
     k[0, 10:30] = 1e4  # masked columns cannot matter
     torch.testing.assert_close(decode_attention(q, k, v, bias, 0.25, pool, native), out)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_decode_on_cuda_attends_the_float16_buffer_natively(cold_dir):
+    """On CUDA the hot buffers live in device memory and decode attends the float16 buffer in
+    its own dtype (no up-cast copy; the CPU keeps the up-cast path): the budget holds."""
+    engine, cache, _, out = _run(tiny_llama(layers=6).to("cuda"), cold_dir, "float16")
+    assert engine.decode_native_matmul and engine.stats()["mode"] == "sparse" and len(out) == 6
+    assert all(layer.store.k.is_cuda and layer.store.k.dtype == torch.float16
+               for layer in cache.layers)
+    assert 0 < cache.pool.peak_bytes <= cache.pool.budget_bytes
+    assert cache.pool.by_purpose.get("decode attention", 0) == 0  # released after each layer
+
+
+def test_the_cpu_decodes_through_the_up_cast_copy():
+    from h3_runtime.kvcache.sparse_attention import native_narrow_matmul
+
+    assert not native_narrow_matmul(torch.device("cpu"))
+    assert native_narrow_matmul(torch.device("cuda"))
