@@ -27,11 +27,12 @@ def decode_kv_dtype(model_dtype: torch.dtype, setting: str) -> torch.dtype:
     return DTYPES[setting]
 
 
-def to_hot(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+def to_hot(x: torch.Tensor, dtype: torch.dtype, scratch: bool = False) -> torch.Tensor:
     """`x` in a hot buffer's dtype; float16 saturates at its largest finite value instead of
-    turning a large key into inf (which would poison attention with NaN)."""
+    turning a large key into inf (which would poison attention with NaN). `scratch`: x is a
+    temporary the caller owns, clamped in place (one pass and one allocation fewer)."""
     if dtype == torch.float16 and x.dtype != dtype:
-        x = x.clamp(-_FP16_MAX, _FP16_MAX)
+        x = x.clamp_(-_FP16_MAX, _FP16_MAX) if scratch else x.clamp(-_FP16_MAX, _FP16_MAX)
     return x.to(dtype)
 
 

@@ -55,6 +55,7 @@ class LayerStore:
         self.model_dtype, self.decode_dtype = dtype, ctx.decode_dtype or dtype
         self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
         self._allocate(geom.n_slots, H, D, dtype, device)
+        self._decoding_buffer = False  # which buffer the layer has: resize_slots
         self.n = 0  # tokens seen
         self.recent_start = 0  # first position held by the ring (a multiple of T)
         basis = ctx.key_basis[layer] if ctx.key_basis is not None else None  # (H_kv, D, r)
@@ -102,11 +103,14 @@ class LayerStore:
         the decode dtype) or the prefill's (`geometry.n_slots`, the model's dtype: before a
         prefill chunk needs its room, and so the exact prefill reads its ring at full
         precision); a no-op if it has it."""
+        if decoding == self._decoding_buffer:  # every layer, every forward call: the common case
+            return
         n_slots, dtype = ((self.g.decode_slots, self.decode_dtype) if decoding
                           else (self.g.n_slots, self.model_dtype))
         if n_slots != self.n_slots or dtype != self.k.dtype:
             H, _, D = self.k.shape
             self._allocate(n_slots, H, D, dtype, self.k.device)
+        self._decoding_buffer = decoding
 
     @property
     def token_bytes(self) -> int:

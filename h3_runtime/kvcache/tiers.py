@@ -297,8 +297,9 @@ class LayerSlots(Sequence[HotSlots]):
         src = torch.tensor(rows), torch.tensor(heads)  # of the stacked (u, H_kv, T, D) blocks
         keys = torch.stack([blk.keys for blk in blocks.values()])
         values = torch.stack([blk.values for blk in blocks.values()])
-        self.k[hi, si] = to_hot(keys[src], self.k.dtype).to(dev)  # (M, T, D)
-        self.v[hi, si] = to_hot(values[src], self.v.dtype).to(dev)
+        # (the gathered (M, T, D) copies are this call's own: clamped in place)
+        self.k[hi, si] = to_hot(keys[src], self.k.dtype, scratch=True).to(dev)
+        self.v[hi, si] = to_hot(values[src], self.v.dtype, scratch=True).to(dev)
         self.bias[hi, si] = 0.0
         for h, slot in masked:
             self.bias[h, slot, :masked_prefix] = float("-inf")

@@ -26,6 +26,10 @@ def test_float16_saturates_instead_of_overflowing():
     x = torch.tensor([1e6, -1e6, 1.5])
     hot = to_hot(x, torch.float16)
     assert torch.isfinite(hot).all() and hot[2] == 1.5 and hot[0] == torch.finfo(torch.float16).max
+    assert x[0] == 1e6  # the caller's tensor is untouched...
+    scratch = x.clone()
+    assert torch.equal(to_hot(scratch, torch.float16, scratch=True), hot)
+    assert scratch[0] == torch.finfo(torch.float16).max  # ...unless it is scratch: clamped in place
 
 
 @pytest.mark.parametrize("share", [0.01, 0.025, 0.05, 0.1, 0.2, 0.5])
