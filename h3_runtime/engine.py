@@ -67,9 +67,10 @@ class H3Engine:
         self.bytes_per_token_layer = 2 * self.n_kv_heads * self.head_dim * self.elt
         self.budget_bytes = int(rt.hbm_size_gb * GiB)
         self.selection = selection
-        model_dtype = next(model.parameters()).dtype
+        param = next(model.parameters())  # the model's dtype and device
+        model_dtype, self.device = param.dtype, param.device
         self.decode_dtype = decode_kv_dtype(model_dtype, rt.decode_kv_dtype)
-        self.decode_native_matmul = native_narrow_matmul(next(model.parameters()).device)
+        self.decode_native_matmul = native_narrow_matmul(self.device)
         self.geometry = plan_geometry(
             self.budget_bytes, self.n_layers, self.bytes_per_token_layer, rt, selection=selection,
             decode_bytes_per_token_layer=2 * self.n_kv_heads * self.head_dim
@@ -82,7 +83,6 @@ class H3Engine:
         self.scheduler = AhasScheduler(self.config.scheduler, self.config.hbf)
         self.fingerprint = fingerprint(model)
         self.stats_counters = TierStats()
-        self.device = next(model.parameters()).device
         self.cache: H3Cache | None = None  # the most recent cache (what stats() describe)
         self.hot_peak_bytes = 0
         self.timings: dict[str, float] = {}
