@@ -160,6 +160,8 @@ class H3Cache(Cache):
             return layer.keys, layer.values
         if layer.store is None:
             self._to_sparse(layer_idx, key_states)
+        if q > 1:  # a prefill chunk: the forward call's ids are all noted already
+            layer.store.reserve_warm(len(self.token_ids))
         self.pool.reserve(nbytes, "transient chunk")
         self._transient = nbytes
         _pending.item = (self, layer_idx, key_states)
@@ -180,6 +182,7 @@ class H3Cache(Cache):
             self.pool.vacate(freed)
         layer.keys = layer.values = None
         store = LayerStore(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
+        store.reserve_warm(len(self.token_ids))
         if keys is not None:
             store.commit(keys, values)  # -> sinks / warm blocks / ring
         layer.store = store
@@ -212,6 +215,7 @@ class H3Cache(Cache):
                 layer.lazy_initialization(empty_k, v[:, :, :0].to(self.device))
             if layer.store is None:
                 self._to_sparse(layer_idx, empty_k)
+            layer.store.reserve_warm(len(self.token_ids))
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
 
     def release(self) -> None:

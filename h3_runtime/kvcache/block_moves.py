@@ -61,7 +61,7 @@ class BlockMoves:
         """A newly completed block: into warm, or straight to cold when warm is full (the newest
         block is the least observed one)."""
         try:
-            self.ctx.warm.store(BlockId(self.layer, b), block, take_ownership=True)
+            self.ctx.warm.store(BlockId(self.layer, b), block)
             self.summaries.in_warm[b] = True
         except TierFullError:
             self.ctx.cold.store(self.ctx.cold_key(self.layer, b), block, self.layer, b)
@@ -94,7 +94,7 @@ class BlockMoves:
             stats.hits["cold"] += 1
         stats.move(f"cold->{to}", block.nbytes)
         try:
-            ctx.warm.store(bid, block, take_ownership=True)
+            ctx.warm.store(bid, block)
             self.summaries.in_warm[b] = True
         except TierFullError:
             pass
@@ -172,7 +172,9 @@ def apply_placement(plan: Placement, slots: LayerSlots, moves: BlockMoves,
         stats.hits["hot"] += len(hot) - len(want)
         if new:
             stats.move("warm->hot", head_slots.block_bytes * len(new), len(new))
-    slots.store(got, host, masked_prefix=sink_tokens, masked_key=0)  # block 0: the sinks
+    warm, layer = moves.ctx.warm, moves.layer
+    slots.store(got, host, masked_prefix=sink_tokens, masked_key=0,  # block 0: the sinks
+                gather=lambda bs, hs: warm.gather([BlockId(layer, b) for b in bs], hs))
     for b in plan.prefetch:
         room = [h for h in slots if h.free_slots and not h.lookup(b)]
         if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):

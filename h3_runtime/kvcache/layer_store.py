@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from h3_runtime.kvcache.block import KVBlock, to_hot
+from h3_runtime.kvcache.block import BlockId, KVBlock, to_hot
 from h3_runtime.kvcache.block_moves import BlockMoves, TierContext, apply_placement
 from h3_runtime.kvcache.checksum import block_checksum
 from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
@@ -39,6 +39,7 @@ from h3_runtime.kvcache.summaries import BlockSummaries
 from h3_runtime.kvcache.tiers import LayerSlots
 from h3_runtime.scheduler.ahas import LayerHeat
 
+WARM_HEADROOM_TOKENS = 1024  # decode's room in a layer's warm arena beyond the prompt's blocks
 PROMPT_MASS_FLOOR = 0.2  # a block the prompt's last queries gave this share stays a decode pick
 RESIDENT_BONUS = 2.0  # decode: a block already in a head's slots counts this many times
 
@@ -97,6 +98,15 @@ class LayerStore:
         self.k, self.v, self.bias, self.buffer_bytes = k, v, bias, nbytes
         self.ctx.pool.occupy(self.live_tokens * self.token_bytes)
         self.slots = LayerSlots(k[:, keep:], v[:, keep:], bias[:, keep:], T, self.ctx.pool)
+
+    def reserve_warm(self, n_tokens: int) -> None:
+        """Room in this layer's warm arena for the complete blocks of `n_tokens` tokens plus
+        WARM_HEADROOM_TOKENS, in one allocation (tiers.WarmTier.reserve): called with the
+        token count a prefill will reach, before its chunks commit their blocks."""
+        T = self.g.block_tokens
+        H, _, D = self.k.shape
+        self.ctx.warm.reserve(BlockId(self.layer, 0), (H, T, D), self.model_dtype,
+                              (n_tokens + WARM_HEADROOM_TOKENS) // T)
 
     def resize_slots(self, decoding: bool) -> None:
         """Gives the layer decode's buffer (`geometry.decode_slots` block slots per KV head, in

@@ -154,8 +154,8 @@ class AhasScheduler:
         """Decays every frequency by alpha and counts one access for each head's `accessed`."""
         heads = [h for h, a in enumerate(accessed) for _ in a]
         blocks = [b for a in accessed for b in a]
-        self.record_index(state, torch.tensor(heads, dtype=torch.long),
-                          torch.tensor(blocks, dtype=torch.long))
+        pairs = torch.tensor([heads, blocks], dtype=torch.long)
+        self.record_index(state, pairs[0], pairs[1])
 
     def record_index(self, state: LayerHeat, heads: torch.Tensor, blocks: torch.Tensor) -> None:
         """`record_access` given the accessed (head, block) pairs as two index tensors (each

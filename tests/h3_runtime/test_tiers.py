@@ -233,3 +233,54 @@ def test_layer_slots_count_occupancy_and_refuse_a_full_head():
         slots.store([[2], [], []], blocks)
     slots.drop([[0, 1], [2], []])
     assert pool.occupied_bytes == 0
+
+
+@pytest.mark.parametrize("from_arena", [True, False])
+def test_layer_slots_store_the_same_bytes_gathered_from_the_warm_arena_or_stacked(from_arena):
+    from h3_runtime.kvcache.block import BlockId
+
+    H, T = 3, 4
+    slots, k, v, bias = _layer_slots(H=H, T=T)
+    warm = WarmTier(10**8)
+    blocks = {}
+    for b in range(5):
+        warm.store(BlockId(0, b), make_block(b, shape=(H, T, 8)))
+        blocks[b] = warm.load(BlockId(0, b))
+    wanted = [[0, 3], [], [4, 1, 2]]
+    gather = (lambda bs, hs: warm.gather([BlockId(0, b) for b in bs], hs)) if from_arena else None
+    slots.store(wanted, blocks, masked_prefix=2, masked_key=0, gather=gather)
+    for h, want in enumerate(wanted):
+        for b in want:
+            s = 2 + slots[h].slot_of[b] * T
+            assert torch.equal(k[h, s : s + T], make_block(b, shape=(H, T, 8)).keys[h])
+            assert torch.equal(v[h, s : s + T], make_block(b, shape=(H, T, 8)).values[h])
+    assert int(torch.isfinite(bias).sum()) == 5 * T - 2
+
+
+def test_warm_arena_grows_reuses_rows_and_keeps_every_block():
+    from h3_runtime.kvcache.block import BlockId
+
+    one = make_block(0).nbytes
+    warm = WarmTier(100 * one)
+    for b in range(40):  # past the first 16 rows: the arena grows, the held blocks follow it
+        warm.store(BlockId(2, b), make_block(b))
+    assert all(torch.equal(warm.load(BlockId(2, b)).keys, make_block(b).keys) for b in range(40))
+    reserved = warm.reserved_bytes
+    assert warm.usage_bytes == 40 * one <= reserved
+    for b in range(10):
+        warm.drop(BlockId(2, b))
+    for b in range(100, 110):  # the dropped rows are reused: nothing new reserved
+        warm.store(BlockId(2, b), make_block(b))
+    assert warm.reserved_bytes == reserved
+    assert torch.equal(warm.load(BlockId(2, 105)).values, make_block(105).values)
+    # a prefill's announced blocks: one allocation, capped at what the tier's capacity holds
+    warm.reserve(BlockId(2, 0), (3, 16, 8), torch.float32, 1000)
+    assert warm.reserved_bytes == 100 * one
+    assert all(torch.equal(warm.load(BlockId(2, b)).keys, make_block(b).keys)
+               for b in range(10, 40))
+    keys, values = warm.gather([BlockId(2, 20), BlockId(2, 105)], [2, 0])
+    assert torch.equal(keys[0], make_block(20).keys[2]) and torch.equal(values[1], make_block(105).values[0])
+    warm.store(BlockId(3, 0), make_block(7))  # another layer: another arena
+    assert warm.gather([BlockId(2, 20), BlockId(3, 0)], [0, 0]) is None
+    assert warm.gather([BlockId(2, 20), BlockId(2, 5)], [0, 0]) is None  # 5 was dropped
+    assert warm.describe()["reserved_bytes"] == warm.reserved_bytes
