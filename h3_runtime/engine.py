@@ -263,6 +263,7 @@ class H3Engine:
             "tokens": self.cache.get_seq_length() if self.cache else 0,
             "mode": ("sparse" if self.cache and self.cache.sparse else "exact"),
             "warm_bytes": warm.usage_bytes if warm else 0,
+            "warm_reserved_bytes": warm.reserved_bytes if warm else 0,  # arenas' rows, used or not
             "warm_summary_bytes": self._summary_bytes(),
             "cold_bytes": self.cold.usage_bytes,
             **self.stats_counters.to_dict(),

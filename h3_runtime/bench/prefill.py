@@ -75,6 +75,7 @@ def _variant(name: str, frac: float, warm_share: float | None, n: int, out_dir: 
             row["prefill_s"] = s["prefill_s"]
             row["hot_peak_bytes"], row["hot_budget_bytes"] = s["hot_peak_bytes"], s["hot_budget_bytes"]
             row["warm_bytes"], row["cold_bytes"] = s["warm_bytes"], s["cold_bytes"]
+            row["warm_reserved_bytes"] = s["warm_reserved_bytes"]  # rows never written: no RSS
             row["resident_kv_bytes"] = s["hot_peak_bytes"] + s["warm_bytes"]
             row["warm_summary_bytes"] = s["warm_summary_bytes"]  # block summaries, beside the blocks
             row["block_tokens"] = engine.geometry.block_tokens

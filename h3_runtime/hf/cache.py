@@ -161,7 +161,7 @@ class H3Cache(Cache):
         if layer.store is None:
             self._to_sparse(layer_idx, key_states)
         if q > 1:  # a prefill chunk: the forward call's ids are all noted already
-            layer.store.reserve_warm(len(self.token_ids))
+            layer.store.reserve_warm(len(self.token_ids), len(self.layers))
         self.pool.reserve(nbytes, "transient chunk")
         self._transient = nbytes
         _pending.item = (self, layer_idx, key_states)
@@ -182,7 +182,7 @@ class H3Cache(Cache):
             self.pool.vacate(freed)
         layer.keys = layer.values = None
         store = LayerStore(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
-        store.reserve_warm(len(self.token_ids))
+        store.reserve_warm(len(self.token_ids), len(self.layers))
         if keys is not None:
             store.commit(keys, values)  # -> sinks / warm blocks / ring
         layer.store = store
@@ -215,7 +215,7 @@ class H3Cache(Cache):
                 layer.lazy_initialization(empty_k, v[:, :, :0].to(self.device))
             if layer.store is None:
                 self._to_sparse(layer_idx, empty_k)
-            layer.store.reserve_warm(len(self.token_ids))
+            layer.store.reserve_warm(len(self.token_ids), len(self.layers))
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
 
     def release(self) -> None:

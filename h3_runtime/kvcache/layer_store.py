@@ -99,14 +99,18 @@ class LayerStore:
         self.ctx.pool.occupy(self.live_tokens * self.token_bytes)
         self.slots = LayerSlots(k[:, keep:], v[:, keep:], bias[:, keep:], T, self.ctx.pool)
 
-    def reserve_warm(self, n_tokens: int) -> None:
+    def reserve_warm(self, n_tokens: int, n_layers: int) -> None:
         """Room in this layer's warm arena for the complete blocks of `n_tokens` tokens plus
-        WARM_HEADROOM_TOKENS, in one allocation (tiers.WarmTier.reserve): called with the
-        token count a prefill will reach, before its chunks commit their blocks."""
+        WARM_HEADROOM_TOKENS, in one allocation (tiers.WarmTier.reserve), at most this layer's
+        share of the warm capacity (a document larger than warm spills to cold; pinned memory,
+        on a GPU machine, is physical whether used or not). Called with the token count a
+        prefill will reach, before its chunks commit their blocks."""
         T = self.g.block_tokens
         H, _, D = self.k.shape
+        block_bytes = 2 * H * T * D * self.model_dtype.itemsize
+        share = self.ctx.warm.capacity_bytes // (n_layers * block_bytes)
         self.ctx.warm.reserve(BlockId(self.layer, 0), (H, T, D), self.model_dtype,
-                              (n_tokens + WARM_HEADROOM_TOKENS) // T)
+                              min((n_tokens + WARM_HEADROOM_TOKENS) // T, share))
 
     def resize_slots(self, decoding: bool) -> None:
         """Gives the layer decode's buffer (`geometry.decode_slots` block slots per KV head, in

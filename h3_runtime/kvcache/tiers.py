@@ -71,9 +71,9 @@ class _Arena:
     and 10% that was most of decode's block-moving time (~3x slower per layer and step).
 
     A dropped block's row is reused (free list). The arena grows to what a prefill announces
-    (`WarmTier.reserve`), else by doubling when full, up to the tier's capacity in rows, and
-    never shrinks (`WarmTier.reserved_bytes`); a row is written only when a block is stored
-    in it, so rows never used need no physical memory."""
+    (`WarmTier.reserve`), else by doubling when full, while every arena's rows together fit
+    the tier's capacity, and never shrinks (`WarmTier.reserved_bytes`); a row is written
+    only when a block is stored in it, so on a CPU rows never used need no physical memory."""
 
     def __init__(self, shape: tuple[int, ...], dtype: torch.dtype, pin: bool):
         self.shape, self.dtype, self.pin = shape, dtype, pin
@@ -186,7 +186,7 @@ class WarmTier(Tier):
         they come copies it ~log2(rows) times (and once more wherever it fills during decode)."""
         arena = self._arena(key, shape, dtype)
         if arena.k.shape[0] < rows:
-            self._grow(arena, rows)
+            self._grow(arena, rows, needed=False)
 
     def _arena(self, key: Hashable, shape: tuple[int, ...], dtype: torch.dtype) -> _Arena:
         group = (key.layer if isinstance(key, BlockId) else None, shape, dtype)
@@ -195,11 +195,21 @@ class WarmTier(Tier):
             arena = self._arenas[group] = _Arena(shape, dtype, self._pin)
         return arena
 
-    def _grow(self, arena: _Arena, rows: int) -> None:
-        """Grows `arena` to `rows` rows (at least 16, at most what the tier's capacity holds;
-        one more than now at least) and points the held blocks at its new tensors."""
-        most = self._capacity // (2 * math.prod(arena.shape) * arena.dtype.itemsize)
-        arena.grow(max(arena.k.shape[0] + 1, min(max(16, rows), most)))
+    def _grow(self, arena: _Arena, rows: int, needed: bool = True) -> None:
+        """Grows `arena` to `rows` rows (at least 16), as far as the tier's capacity allows: the
+        arenas' reserved bytes never exceed it (pinned memory, on a GPU machine, is physical
+        whether used or not). Where it allows not one more row, a store (`needed`) gets
+        TierFullError: the block goes to cold, as when warm is full. The held blocks are
+        pointed at the new tensors."""
+        have = arena.k.shape[0]
+        row_bytes = 2 * math.prod(arena.shape) * arena.dtype.itemsize
+        room = (self._capacity - self.reserved_bytes) // row_bytes
+        new = min(max(16, rows), have + room)
+        if new <= have:
+            if needed:
+                raise TierFullError(f"warm tier: its {self._capacity} B are reserved by other layers' rows")
+            return
+        arena.grow(new)
         for key, r in arena.row_of.items():
             self._blocks[key] = KVBlock(arena.k[r], arena.v[r], self._blocks[key].checksum)
 

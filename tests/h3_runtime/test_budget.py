@@ -77,3 +77,20 @@ def test_cold_demotion_waits_for_warm_pressure(tmp_path, watermark, expect_cold)
     s = engine.stats()
     assert (s["cold_bytes"] > 0) is expect_cold
     assert s["warm_bytes"] + s["cold_bytes"] >= n * kv_bytes_per_token(MODEL)  # every block kept
+
+
+def test_warm_reserves_at_most_its_capacity_when_the_document_spills(tmp_path):
+    """A document larger than the warm tier: each layer's arena reserves its share of the warm
+    capacity, not room for all its blocks (rows never used cost no memory on a CPU, but pinned
+    memory on a GPU machine is physical), and the blocks past it go to cold."""
+    n = 2048
+    full = n * kv_bytes_per_token(MODEL)
+    cfg = {"runtime": {"block_tokens": 16, "prefill_chunk_tokens": 256, "recent_tokens": 32}}
+    engine = H3Engine(model=MODEL, hbm_size_gb=full * 0.1 / 2**30, hbf_size_gb=full * 0.3 / 2**30,
+                      config=cfg, cold_storage_path=tmp_path / "kv")
+    ids = torch.randint(0, 128, (1, n), generator=torch.Generator().manual_seed(2))
+    engine.generate(ids, max_new_tokens=4)
+    s = engine.stats()
+    assert s["cold_bytes"] > 0 and s["warm_bytes"] <= 0.3 * full
+    assert s["warm_bytes"] <= s["warm_reserved_bytes"] <= 0.3 * full + 1
+    assert s["warm_bytes"] + s["cold_bytes"] >= 0.9 * full

@@ -273,14 +273,19 @@ def test_warm_arena_grows_reuses_rows_and_keeps_every_block():
         warm.store(BlockId(2, b), make_block(b))
     assert warm.reserved_bytes == reserved
     assert torch.equal(warm.load(BlockId(2, 105)).values, make_block(105).values)
-    # a prefill's announced blocks: one allocation, capped at what the tier's capacity holds
+    warm.store(BlockId(3, 0), make_block(7))  # another layer: another arena (16 rows)
+    # a prefill's announced blocks: one allocation, capped at what the capacity has left
     warm.reserve(BlockId(2, 0), (3, 16, 8), torch.float32, 1000)
     assert warm.reserved_bytes == 100 * one
     assert all(torch.equal(warm.load(BlockId(2, b)).keys, make_block(b).keys)
                for b in range(10, 40))
     keys, values = warm.gather([BlockId(2, 20), BlockId(2, 105)], [2, 0])
     assert torch.equal(keys[0], make_block(20).keys[2]) and torch.equal(values[1], make_block(105).values[0])
-    warm.store(BlockId(3, 0), make_block(7))  # another layer: another arena
     assert warm.gather([BlockId(2, 20), BlockId(3, 0)], [0, 0]) is None
     assert warm.gather([BlockId(2, 20), BlockId(2, 5)], [0, 0]) is None  # 5 was dropped
+    for b in range(1, 16):  # layer 3 fills its 16 rows; the capacity is all reserved: no 17th
+        warm.store(BlockId(3, b), make_block(b))
+    with pytest.raises(TierFullError):
+        warm.store(BlockId(3, 16), make_block(16))
+    assert warm.usage_bytes == 56 * one and warm.reserved_bytes == 100 * one
     assert warm.describe()["reserved_bytes"] == warm.reserved_bytes
