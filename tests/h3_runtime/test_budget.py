@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from h3_runtime.engine import H3Engine
 from h3_runtime.kvcache.geometry import BudgetTooSmallError
+from h3_runtime.kvcache.layer_store import WARM_HEADROOM_TOKENS
 from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
 
 MODEL = tiny_llama(layers=2)
@@ -94,3 +95,21 @@ def test_warm_reserves_at_most_its_capacity_when_the_document_spills(tmp_path):
     assert s["cold_bytes"] > 0 and s["warm_bytes"] <= 0.3 * full
     assert s["warm_bytes"] <= s["warm_reserved_bytes"] <= 0.3 * full + 1
     assert s["warm_bytes"] + s["cold_bytes"] >= 0.9 * full
+
+
+def test_prefill_reserves_its_blocks_rows_once_so_decode_never_grows_the_arenas(tmp_path):
+    """The prefill announces its token count: each layer's warm arena is allocated once with room
+    for every prompt block plus decode's headroom, so no decoded token waits on an arena copy."""
+    n = 1024
+    full = n * kv_bytes_per_token(MODEL)
+    cfg = {"runtime": {"block_tokens": 16, "prefill_chunk_tokens": 128, "recent_tokens": 32}}
+    engine = H3Engine(model=MODEL, hbm_size_gb=full * 0.1 / 2**30, config=cfg,
+                      cold_storage_path=tmp_path / "kv")
+    ids = torch.randint(0, 128, (1, n), generator=torch.Generator().manual_seed(3))
+    engine.generate(ids, max_new_tokens=41)  # 40 decoded tokens: two more complete blocks
+    s = engine.stats()
+    T = engine.geometry.block_tokens  # (the budget may halve the configured 16)
+    block_bytes = T * kv_bytes_per_token(MODEL) // 2  # one layer's block (2 layers)
+    rows = (n + WARM_HEADROOM_TOKENS) // T
+    assert s["warm_bytes"] == 2 * ((n + 40) // T) * block_bytes
+    assert s["warm_reserved_bytes"] == 2 * rows * block_bytes  # the announced rows, no growth
