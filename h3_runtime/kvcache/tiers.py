@@ -67,8 +67,8 @@ class Tier(ABC):
 class _Arena:
     """Warm blocks of one shape and dtype (in practice one layer's) as rows of two contiguous
     host tensors (rows, H_kv, T, D), so a step's blocks are gathered by one indexing op per
-    tensor (`WarmTier.gather`) rather than stacked from scattered tensors first: at 8K tokens
-    and 10% that was most of decode's block-moving time (~3x slower per layer and step).
+    tensor (`WarmTier.gather`) rather than stacked whole from scattered tensors first (decode
+    at 8K tokens and 10%: a re-selection's block stores take half the time they took).
 
     A dropped block's row is reused (free list). The arena grows to what a prefill announces
     (`WarmTier.reserve`), else by doubling when full, while every arena's rows together fit
@@ -135,6 +135,8 @@ class WarmTier(Tier):
         return key in self._blocks
 
     def load(self, key: Hashable) -> KVBlock:
+        """The block's tensors: views of its arena row, valid until the block is dropped (the
+        row is then reused), so callers use them at once or copy them."""
         return self._blocks[key]
 
     def load_many(self, keys: list[Hashable]) -> list[KVBlock]:
