@@ -30,7 +30,14 @@ from h3_runtime.bench.needle import run_variant
 from h3_runtime.bench.prefill import SPILL_WARM_SHARE
 from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
-from h3_runtime.evals.ruler_tasks import TASKS, Sample, make_sample, passkey, string_match_all
+from h3_runtime.evals.ruler_tasks import (
+    PASSKEY,
+    TASKS,
+    Sample,
+    make_sample,
+    passkey,
+    string_match_all,
+)
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.geometry import BudgetTooSmallError
 from h3_runtime.reuse.cache_io import PlainCache
@@ -190,15 +197,17 @@ def _partial(out_dir: Path, ruler_rows: list, pk_rows: list) -> None:
 
 
 def run_ruler(out_dir: Path, quick: bool, samples: int = 1, first_seed: int = 0,
-              lengths: list[int] | None = None) -> dict:
+              lengths: list[int] | None = None, tasks: list[str] | None = None) -> dict:
     """`samples`: prompts per task and length (and per passkey length and depth), seeds
     first_seed, first_seed + 1, ... (the committed report is seeds 0-2; the per-head slots, the
     32-query window and the 8-token blocks were chosen on seeds 3-4, so those held-out prompts
     can be measured with the same bench). `lengths`: the RULER tasks' and the passkey's context
-    lengths instead of the defaults (more seeds at one length fit in the same time)."""
+    lengths instead of the defaults (more seeds at one length fit in the same time). `tasks`:
+    the RULER tasks to run, and the passkey part only if it names PASSKEY (default: all)."""
     seeds = range(first_seed, first_seed + samples)
     out_dir = Path(out_dir)
-    tasks = QUICK_TASKS if quick else TASKS
+    run_passkey = tasks is None or PASSKEY in tasks
+    tasks = [t for t in tasks if t != PASSKEY] if tasks is not None else (QUICK_TASKS if quick else TASKS)
     if lengths:
         pk_lengths = lengths = sorted(set(lengths))
     else:
@@ -216,7 +225,7 @@ def run_ruler(out_dir: Path, quick: bool, samples: int = 1, first_seed: int = 0,
                 row["length_target"], row["seed"] = n, seed
                 ruler_rows.append(row)
                 _partial(out_dir, ruler_rows, pk_rows)
-    for n in pk_lengths:
+    for n in pk_lengths if run_passkey else []:
         for seed in seeds:
             for d in depths:
                 row = run_sample(base, passkey(tok, n, d, seed=seed), PASSKEY_VARIANTS, out_dir)
@@ -232,6 +241,7 @@ def run_ruler(out_dir: Path, quick: bool, samples: int = 1, first_seed: int = 0,
                    "recent_tokens": g.recent_tokens, "sink_tokens": g.sink_tokens},
         "samples_per_task": samples,
         "seeds": list(seeds),
+        "tasks": list(tasks), "passkey_part_run": run_passkey,
         "seconds": round(time.perf_counter() - t0, 1),
         "full_prefills_measured_this_run": sum(r["full"]["prefill_s"] is not None
                                                for r in ruler_rows + pk_rows),

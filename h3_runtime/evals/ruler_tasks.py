@@ -28,6 +28,7 @@ NIAH_TEMPLATE = ("Some special magic {kind} are hidden within the following text
                  "the special magic {kind} for {query} mentioned in the provided text?")
 NIAH_ANSWER = " The special magic {kind} for {query} mentioned in the provided text are"
 NEEDLE = " One of the special magic numbers for {key} is: {value}. "
+PASSKEY = "passkey"  # the passkey-in-prose part of the ruler bench (not a RULER task)
 TASKS = ("niah_single_1", "niah_single_2", "niah_multikey_1", "niah_multikey_2",
          "niah_multivalue", "niah_multiquery", "vt", "cwe", "fwe")
 MAX_NEW = {"niah_single_1": 32, "niah_single_2": 32, "niah_multikey_1": 32, "niah_multikey_2": 32,

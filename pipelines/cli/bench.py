@@ -14,6 +14,7 @@ import json
 import time
 from pathlib import Path
 
+from h3_runtime.evals.ruler_tasks import PASSKEY, TASKS
 from pipelines.cli.output import CliError, emit, log
 
 # scenario name -> "module:function"
@@ -53,6 +54,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                     "another range measures held-out prompts)")
     p.add_argument("--lengths", type=_lengths, help="ruler: context lengths in tokens, comma-separated "
                                                    "(default 4096,8192; the passkey part: 2048,4096,8192)")
+    p.add_argument("--tasks", type=_tasks, help="ruler: the tasks to run, comma-separated, of "
+                                               + ", ".join((*TASKS, PASSKEY)) + " (default: all; "
+                                               "without 'passkey' its part is skipped)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -65,6 +69,16 @@ def _lengths(text: str) -> list[int]:
     if min(values) < 256:  # (an empty item fails int() above)
         raise argparse.ArgumentTypeError(f"{text!r}: each length must be >= 256 tokens")
     return values
+
+
+def _tasks(text: str) -> list[str]:
+    """`--tasks fwe,passkey` -> ["fwe", "passkey"], each a RULER task or the passkey part."""
+    names = [x.strip() for x in text.split(",")]
+    unknown = [x for x in names if x not in (*TASKS, PASSKEY)]
+    if unknown or not text.strip():
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: unknown task(s) {unknown or [text]}; choose from {', '.join((*TASKS, PASSKEY))}")
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -80,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         func = getattr(importlib.import_module(module_name), func_name)
         params = inspect.signature(func).parameters
-        extra = {opt: getattr(args, opt) for opt in ("home", "samples", "first_seed", "lengths")
+        extra = {opt: getattr(args, opt) for opt in ("home", "samples", "first_seed", "lengths", "tasks")
                  if getattr(args, opt, None) and opt in params}
         try:
             result = func(out, args.quick, **extra)

@@ -44,3 +44,42 @@ def test_bench_lengths_are_parsed_as_token_counts():
     from pipelines.cli.bench import _lengths
 
     assert _lengths("8192,4096") == [8192, 4096]
+
+
+@pytest.mark.parametrize("value", ["fwe,nope", "", "passkeys"])
+def test_bench_tasks_rejects_an_unknown_task_naming_the_flag(value):
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", "ruler",
+         "--tasks", value, "--out", "/nonexistent/never-created"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 2 and "--tasks" in out.stderr, out.stderr
+
+
+def test_bench_ruler_runs_only_the_tasks_named(tmp_path, monkeypatch):
+    """--tasks reaches run_ruler: only those RULER tasks run, and the passkey part only when
+    named (the model runs are replaced by a recorder: what is tested is the selection)."""
+    import types
+
+    import h3_runtime.bench.ruler as ruler
+    from pipelines.cli.bench import _tasks
+
+    ran = []
+    fake_engine = types.SimpleNamespace(
+        tokenizer=None, config=types.SimpleNamespace(runtime=types.SimpleNamespace(
+            block_tokens=64, top_k_blocks=8, recent_tokens=64, sink_tokens=4)))
+    monkeypatch.setattr(ruler, "H3Engine", lambda **kw: fake_engine)
+    monkeypatch.setattr(ruler, "make_sample", lambda tok, task, n, seed: ("ruler", task, n, seed))
+    monkeypatch.setattr(ruler, "passkey", lambda tok, n, d, seed: ("passkey", d, n, seed))
+    monkeypatch.setattr(ruler, "summarise", lambda rows, names: {})
+
+    def fake_run_sample(base, sample, variants, out_dir):
+        ran.append(sample)
+        return {"full": {"score": 1.0, "prefill_s": None}} | {name: {} for name, *_ in variants}
+
+    monkeypatch.setattr(ruler, "run_sample", fake_run_sample)
+    report = ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=_tasks("fwe,cwe"))
+    assert [s[1] for s in ran] == ["fwe", "cwe"] and not report["passkey_part_run"]
+    ran.clear()
+    ruler.run_ruler(tmp_path, False, samples=2, lengths=[4096], tasks=_tasks("passkey,vt"))
+    assert [s[0] for s in ran].count("ruler") == 2 and [s[0] for s in ran].count("passkey") == 6
