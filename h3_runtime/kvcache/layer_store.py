@@ -107,8 +107,7 @@ class LayerStore:
         prefill will reach, before its chunks commit their blocks."""
         T = self.g.block_tokens
         H, _, D = self.k.shape
-        block_bytes = 2 * H * T * D * self.model_dtype.itemsize
-        share = self.ctx.warm.capacity_bytes // (n_layers * block_bytes)
+        share = self.ctx.warm.capacity_bytes // (n_layers * T * self.g.bytes_per_token_layer)
         self.ctx.warm.reserve(BlockId(self.layer, 0), (H, T, D), self.model_dtype,
                               min((n_tokens + WARM_HEADROOM_TOKENS) // T, share))
 
