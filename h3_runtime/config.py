@@ -65,7 +65,8 @@ class RuntimeConfig:
     decode_reselect_every: int = 3
     # decode keeps its hot KV (sinks, window, selected blocks) in this dtype when it is narrower
     # than the model's ("model": the model's own): float16 holds twice a float32 model's tokens
-    # in the same hot bytes; attention reads an up-cast copy (kvcache/geometry.py)
+    # in the same hot bytes; attention reads an up-cast copy (kvcache/geometry.py). "int8": a
+    # scale per head and token, ~1.9x float16's tokens again (kvcache/hot_codec.py)
     decode_kv_dtype: str = "float16"
 
     def __post_init__(self) -> None:
@@ -75,7 +76,7 @@ class RuntimeConfig:
         for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens", "decode_reselect_every"):
             _positive(f"runtime.{name}", getattr(self, name))
         one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
-        one_of("runtime.decode_kv_dtype", self.decode_kv_dtype, ("float16", "bfloat16", "model"))
+        one_of("runtime.decode_kv_dtype", self.decode_kv_dtype, ("int8", "float16", "bfloat16", "model"))
         for name in ("sink_tokens", "recent_tokens"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")

@@ -27,6 +27,7 @@ from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.cold import KVBlockStore, cold_root
 from h3_runtime.kvcache.geometry import plan_geometry
 from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.hot_codec import hot_bytes_per_token_layer
 from h3_runtime.kvcache.key_basis import key_basis
 from h3_runtime.kvcache.sparse_attention import (
     BIAS_DTYPE,
@@ -73,8 +74,8 @@ class H3Engine:
         self.decode_native_matmul = native_narrow_matmul(self.device)
         self.geometry = plan_geometry(
             self.budget_bytes, self.n_layers, self.bytes_per_token_layer, rt, selection=selection,
-            decode_bytes_per_token_layer=2 * self.n_kv_heads * self.head_dim
-            * self.decode_dtype.itemsize,
+            decode_bytes_per_token_layer=hot_bytes_per_token_layer(
+                self.n_kv_heads, self.head_dim, self.decode_dtype),
             bias_bytes_per_token_layer=self.n_kv_heads * BIAS_DTYPE.itemsize,
             decode_scratch_bytes_per_token=decode_scratch_bytes_per_token(
                 model.config.num_attention_heads, self.bytes_per_token_layer, model_dtype,

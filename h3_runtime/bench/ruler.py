@@ -155,6 +155,9 @@ def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path,
                      "hot_budget_bytes": r["hot_budget_bytes"],
                      "geometry": {"block_tokens": g.block_tokens, "n_slots": g.n_slots,
                                   "decode_slots": g.decode_slots,
+                                  # tokens a layer attends while decoding, in this dtype
+                                  "decode_layer_tokens": g.decode_layer_tokens,
+                                  "decode_kv_dtype": str(engine.decode_dtype).removeprefix("torch."),
                                   "recent_tokens": g.recent_capacity - g.block_tokens}}
         engine.new_cache()  # release this run's tiers
     del kv

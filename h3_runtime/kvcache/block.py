@@ -21,7 +21,10 @@ _FP16_MAX = torch.finfo(torch.float16).max
 def decode_kv_dtype(model_dtype: torch.dtype, setting: str) -> torch.dtype:
     """Decode's hot KV dtype for `runtime.decode_kv_dtype`: the named one where it is narrower
     than the model's (a bfloat16 model keeps bfloat16: float16 would save nothing and could
-    overflow), else the model's."""
+    overflow), else the model's. int8 is narrower than any model dtype (hot_codec.py: values
+    with a scale per head and token)."""
+    if setting == "int8":
+        return torch.int8
     if setting == "model" or DTYPES[setting].itemsize >= model_dtype.itemsize:
         return model_dtype
     return DTYPES[setting]

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import torch
 
-from h3_runtime.kvcache.block import BlockId, KVBlock, to_hot
+from h3_runtime.kvcache import hot_codec
+from h3_runtime.kvcache.block import BlockId, KVBlock
 from h3_runtime.kvcache.block_moves import BlockMoves, TierContext, apply_placement
 from h3_runtime.kvcache.checksum import block_checksum
 from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
 from h3_runtime.kvcache.geometry import Geometry
+from h3_runtime.kvcache.hot_codec import hot_bytes_per_token_layer
 from h3_runtime.kvcache.sparse_attention import (
     BIAS_DTYPE,
     NEG_INF,
@@ -52,6 +54,7 @@ class LayerStore:
         self.ring0, self.cap = geom.sink_tokens, geom.recent_capacity
         self.buffer_bytes = 0
         self.k = self.v = self.bias = None  # (H_kv, N, D), (H_kv, N, D), (H_kv, N): _allocate
+        self.ks = self.vs = None  # an int8 buffer's K and V scales, (H_kv, N) (hot_codec.py)
         self.slots: LayerSlots | None = None  # per KV head: _allocate
         self.model_dtype, self.decode_dtype = dtype, ctx.decode_dtype or dtype
         self.live_tokens = 0  # sinks + ring tokens attended (for the pressure feedback)
@@ -78,26 +81,33 @@ class LayerStore:
         never holds two buffers of a layer (geometry.py)."""
         keep, T = self.ring0 + self.cap, self.g.block_tokens
         N = keep + n_slots * T
-        nbytes = H * N * (2 * D * dtype.itemsize + BIAS_DTYPE.itemsize)  # K, V and the bias
+        # K, V (with an int8 buffer's scales) and the bias
+        nbytes = N * (hot_bytes_per_token_layer(H, D, dtype) + H * BIAS_DTYPE.itemsize)
         carried = None
         if self.k is not None:
             self.slots.clear()
-            carried = (self.k[:, :keep].to("cpu", copy=True), self.v[:, :keep].to("cpu", copy=True),
-                       self.bias[:, :keep].clone())  # sinks + ring (bias: a few floats)
+            cols = (slice(None), slice(0, keep))  # sinks + ring (bias: a few floats)
+            carried = (hot_codec.read(self.k, self.ks, cols, self.model_dtype),
+                       hot_codec.read(self.v, self.vs, cols, self.model_dtype),
+                       self.bias[:, :keep].clone())
             self.ctx.pool.vacate(self.live_tokens * self.token_bytes)  # re-counted below
-            self.k = self.v = None  # the old buffer goes before the new one is reserved
+            self.k = self.v = self.ks = self.vs = None  # the old buffer goes before the new one
             self.ctx.pool.release(self.buffer_bytes, "layer buffers")
         self.ctx.pool.reserve(nbytes, "layer buffers")
         k = torch.zeros(H, N, D, dtype=dtype, device=device)
         v = torch.zeros(H, N, D, dtype=dtype, device=device)
         bias = torch.full((H, N), NEG_INF, dtype=BIAS_DTYPE, device=device)
+        ks, vs = hot_codec.new_scales(k), hot_codec.new_scales(v)
         if carried is not None:
-            k[:, :keep] = to_hot(carried[0], dtype).to(device)
-            v[:, :keep] = to_hot(carried[1], dtype).to(device)
+            cols = (slice(None), slice(0, keep))
+            hot_codec.write(k, ks, cols, carried[0], scratch=True)
+            hot_codec.write(v, vs, cols, carried[1], scratch=True)
             bias[:, :keep] = carried[2]
         self.k, self.v, self.bias, self.buffer_bytes = k, v, bias, nbytes
+        self.ks, self.vs = ks, vs
         self.ctx.pool.occupy(self.live_tokens * self.token_bytes)
-        self.slots = LayerSlots(k[:, keep:], v[:, keep:], bias[:, keep:], T, self.ctx.pool)
+        self.slots = LayerSlots(k[:, keep:], v[:, keep:], bias[:, keep:], T, self.ctx.pool,
+                                scales=None if ks is None else (ks[:, keep:], vs[:, keep:]))
 
     def reserve_warm(self, n_tokens: int, n_layers: int) -> None:
         """Room in this layer's warm arena for the complete blocks of `n_tokens` tokens plus
@@ -128,7 +138,7 @@ class LayerStore:
     @property
     def token_bytes(self) -> int:
         """Hot bytes of one token of this layer in the buffer's dtype now (K and V)."""
-        return 2 * self.k.shape[0] * self.k.shape[2] * self.k.element_size()
+        return hot_bytes_per_token_layer(self.k.shape[0], self.k.shape[2], self.k.dtype)
 
     @property
     def n_slots(self) -> int:
@@ -182,7 +192,7 @@ class LayerStore:
         if due and self.ctx.selection and n_cand and self.n_slots:
             self._select(q, n_cand, scaling)
         return decode_attention(q, self.k, self.v, self.bias, scaling, self.ctx.pool,
-                                self.ctx.decode_native_matmul)
+                                self.ctx.decode_native_matmul, self.ks, self.vs)
 
     def _reset_selection(self) -> None:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no
@@ -234,28 +244,27 @@ class LayerStore:
         T, S, cap, r0 = self.g.block_tokens, self.g.sink_tokens, self.cap, self.ring0
         n0, n1 = self.n, self.n + kn.shape[1]
         dev = self.k.device
-        hot = self.k.dtype
         if n1 == n0 + 1 and n0 >= S and n1 % T:  # a decoded token inside a block: one column
             col = n0 % cap + r0  # (the ring and the sinks stay as they are until a block completes)
-            self.k[:, col] = to_hot(kn[:, 0], hot).to(dev)
-            self.v[:, col] = to_hot(vn[:, 0], hot).to(dev)
+            self._write((slice(None), col), kn[:, 0], vn[:, 0])
             self.bias[:, col] = 0.0
             self.ctx.pool.occupy(self.token_bytes)
             self.live_tokens, self.n = self.live_tokens + 1, n1
             return
         if n0 < S:
             m = min(S, n1) - n0
-            self.k[:, n0 : n0 + m] = to_hot(kn[:, :m], hot).to(dev)
-            self.v[:, n0 : n0 + m] = to_hot(vn[:, :m], hot).to(dev)
+            self._write((slice(None), slice(n0, n0 + m)), kn[:, :m], vn[:, :m])
         b_new = -(-n0 // T)  # first block made of new tokens only
         if n0 % T and n0 // T < n1 // T:  # the block the ring had started completes now
             lo, hi = (n0 // T) * T, (n0 // T + 1) * T
-            idx = torch.arange(lo, n0, device=dev) % cap + r0
+            ring = (slice(None), torch.arange(lo, n0, device=dev) % cap + r0)
             # (while decoding, the ring's tokens went through the decode dtype: the block keeps
             # them as the hot buffer held them, in the model's dtype)
             self.add_blocks(n0 // T,
-                            torch.cat([self.k[:, idx].cpu().to(kn.dtype), kn[:, : hi - n0].cpu()], 1),
-                            torch.cat([self.v[:, idx].cpu().to(vn.dtype), vn[:, : hi - n0].cpu()], 1))
+                            torch.cat([hot_codec.read(self.k, self.ks, ring, kn.dtype),
+                                       kn[:, : hi - n0].cpu()], 1),
+                            torch.cat([hot_codec.read(self.v, self.vs, ring, vn.dtype),
+                                       vn[:, : hi - n0].cpu()], 1))
         if b_new < n1 // T:  # whole new blocks: summarised together (a loaded document: many)
             lo, hi = b_new * T - n0, (n1 // T) * T - n0
             self.add_blocks(b_new, kn[:, lo:hi].cpu(), vn[:, lo:hi].cpu())
@@ -264,8 +273,7 @@ class LayerStore:
         first = max(n0, start)
         if first < n1:
             idx = torch.arange(first, n1, device=dev) % cap + r0
-            self.k.index_copy_(1, idx, to_hot(kn[:, first - n0 :], hot).to(dev))
-            self.v.index_copy_(1, idx, to_hot(vn[:, first - n0 :], hot).to(dev))
+            self._write((slice(None), idx), kn[:, first - n0 :], vn[:, first - n0 :])
         ring_bias = self.bias[:, r0 : r0 + cap]  # the same columns live in every head
         ring_bias.fill_(NEG_INF)
         ring_bias[:, torch.arange(start, n1, device=dev) % cap] = 0.0
@@ -279,6 +287,11 @@ class LayerStore:
         else:
             self.ctx.pool.vacate(-delta)
         self.live_tokens, self.n, self.recent_start = live, n1, start
+
+    def _write(self, cols: tuple, kn: torch.Tensor, vn: torch.Tensor) -> None:
+        """K and V of new tokens into the hot buffer's columns `cols`, in its dtype."""
+        hot_codec.write(self.k, self.ks, cols, kn)
+        hot_codec.write(self.v, self.vs, cols, vn)
 
     def add_blocks(self, b0: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Records complete blocks b0, b0 + 1, ... from (H_kv, nb * T, D) host tensors: their

@@ -13,6 +13,7 @@ import torch
 
 from h3_runtime.kvcache.block import to_hot
 from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.hot_codec import is_quantised
 
 NEG_INF = float("-inf")
 BIAS_DTYPE = torch.float32  # a hot buffer's additive bias (geometry.py counts it: beta)
@@ -32,10 +33,14 @@ def decode_scratch_bytes_per_token(n_query_heads: int, model_bytes_per_token_lay
                                    native: bool) -> int:
     """What `decode_attention` allocates per buffer token of the layer attending (the
     geometry's sigma): scores and probabilities per query head, plus the narrow copy of the
-    probabilities (native) or an up-cast copy of the buffer's K and V (not native); with a
-    buffer in the query's dtype, sdpa's mask, scores and probabilities."""
+    probabilities (native) or an up-cast copy of the buffer's K and V (not native; an int8
+    buffer also makes its key scales times the softmax scale, float32 per KV head, which
+    n_query_heads * 4 covers); with a buffer in the query's dtype, sdpa's mask, scores and
+    probabilities."""
     if buffer_dtype == q_dtype:
         return n_query_heads * 3 * q_dtype.itemsize
+    if is_quantised(buffer_dtype):
+        return model_bytes_per_token_layer + n_query_heads * (2 * q_dtype.itemsize + 4)
     if native:
         return n_query_heads * (4 + 4 + buffer_dtype.itemsize)
     return model_bytes_per_token_layer + n_query_heads * 2 * q_dtype.itemsize
@@ -43,7 +48,8 @@ def decode_scratch_bytes_per_token(n_query_heads: int, model_bytes_per_token_lay
 
 def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
                      bias: torch.Tensor, scaling: float, pool: HotPool,
-                     native: bool = False) -> torch.Tensor:
+                     native: bool = False, k_scale: torch.Tensor | None = None,
+                     v_scale: torch.Tensor | None = None) -> torch.Tensor:
     """One new token over the hot buffer, which already holds the token itself (the layer
     commits it to the ring first): the buffer is read in place, its bias masking empty columns.
     q: (1, Hq, 1, D); k_buf, v_buf: (H_kv, N, D); bias: (H_kv, N). Returns (1, 1, Hq, D).
@@ -57,7 +63,10 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
       first, so the products are the logits themselves, far inside float16's range; the
       softmax runs in float32. Rounding the query and the probabilities to float16 moves the
       output by ~1e-4 (the keys themselves are float16), and no up-cast copy is made.
-    - else (CPU) in float32 on an up-cast copy of the buffer."""
+    - else (CPU) in float32 on an up-cast copy of the buffer.
+    - an int8 buffer (hot_codec.py; k_scale, v_scale: (H_kv, N)) on an up-cast copy of its
+      integers, on any device: a key's scale multiplies its column of scores, a value's scale
+      its column of probabilities, so no de-quantised copy of the buffer is made."""
     H, N, D = k_buf.shape
     scratch = N * decode_scratch_bytes_per_token(q.shape[1], k_buf.shape[0] * 2 * D * q.element_size(),
                                                  q.dtype, k_buf.dtype, native)
@@ -68,7 +77,13 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
             out = torch.nn.functional.scaled_dot_product_attention(
                 q, k_buf[None], v_buf[None], attn_mask=mask, scale=scaling, enable_gqa=True)
             return out.transpose(1, 2)
-        if native:
+        if k_scale is not None:
+            qg = q[0, :, 0].reshape(H, -1, D)
+            col = (k_scale * scaling).to(q.dtype)[:, None, :]  # (H_kv, 1, N)
+            scores = torch.bmm(qg, k_buf.to(q.dtype).transpose(1, 2)).mul_(col)
+            probs = torch.softmax(scores.add_(bias[:, None, :].to(q.dtype)), dim=-1)
+            out = torch.bmm(probs.mul_(v_scale.to(q.dtype)[:, None, :]), v_buf.to(q.dtype))
+        elif native:
             qg = to_hot(q[0, :, 0] * scaling, k_buf.dtype).reshape(H, -1, D)  # (H_kv, g, D)
             scores = torch.bmm(qg, k_buf.transpose(1, 2)).float().add_(bias[:, None, :])
             probs = torch.softmax(scores, dim=-1).to(v_buf.dtype)  # (H_kv, g, N)

@@ -17,8 +17,10 @@ from collections.abc import Callable, Hashable, Sequence
 
 import torch
 
+from h3_runtime.kvcache import hot_codec
 from h3_runtime.kvcache.block import BlockId, KVBlock, to_hot
 from h3_runtime.kvcache.hot import HotPool
+from h3_runtime.kvcache.hot_codec import hot_bytes_per_token_layer
 
 # (block indices, KV head of each) -> their (M, T, D) keys and values, or None: LayerSlots.store
 Gather = Callable[[list[int], list[int]], "tuple[torch.Tensor, torch.Tensor] | None"]
@@ -239,12 +241,16 @@ class HotSlots(Tier):
     medium = "hot"
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, bias: torch.Tensor,
-                 block_tokens: int, pool: HotPool, head: int | None = None):
+                 block_tokens: int, pool: HotPool, head: int | None = None,
+                 scales: tuple[torch.Tensor, torch.Tensor] | None = None):
         self.k, self.v, self.bias = keys, values, bias  # views into the layer's hot buffer
+        # int8 buffers: K's and V's scales per (head, token), views too (hot_codec.py)
+        self.ks, self.vs = scales if scales is not None else (None, None)
         self.heads = slice(None) if head is None else slice(head, head + 1)  # of a block
         self.T = block_tokens
         self.n_slots = keys.shape[1] // block_tokens
-        self.block_bytes = 2 * keys.shape[0] * block_tokens * keys.shape[2] * keys.element_size()
+        self.block_bytes = block_tokens * hot_bytes_per_token_layer(keys.shape[0], keys.shape[2],
+                                                                    keys.dtype)
         self.slot_of: dict[Hashable, int] = {}
         self._free = list(range(self.n_slots - 1, -1, -1))
         self._pool = pool
@@ -268,6 +274,10 @@ class HotSlots(Tier):
 
     def load(self, key: Hashable) -> KVBlock:
         s = self.slot_of[key] * self.T
+        if self.ks is not None:  # int8: de-quantised copies
+            cols = (slice(None), slice(s, s + self.T))
+            return KVBlock(hot_codec.read(self.k, self.ks, cols, torch.float32),
+                           hot_codec.read(self.v, self.vs, cols, torch.float32), self._checksums[key])
         return KVBlock(self.k[:, s : s + self.T], self.v[:, s : s + self.T], self._checksums[key])
 
     def store(self, key: Hashable, block: KVBlock, masked_prefix: int = 0) -> None:
@@ -280,8 +290,13 @@ class HotSlots(Tier):
         slot = self._free.pop()
         s = slot * self.T
         k, v = block.keys[self.heads], block.values[self.heads]  # (heads, T, D)
-        self.k[:, s : s + self.T].copy_(to_hot(k, self.k.dtype), non_blocking=True)
-        self.v[:, s : s + self.T].copy_(to_hot(v, self.v.dtype), non_blocking=True)
+        if self.ks is not None:
+            cols = (slice(None), slice(s, s + self.T))
+            hot_codec.write(self.k, self.ks, cols, k)
+            hot_codec.write(self.v, self.vs, cols, v)
+        else:
+            self.k[:, s : s + self.T].copy_(to_hot(k, self.k.dtype), non_blocking=True)
+            self.v[:, s : s + self.T].copy_(to_hot(v, self.v.dtype), non_blocking=True)
         self.bias[s : s + self.T] = 0.0
         if masked_prefix:
             self.bias[s : s + masked_prefix] = float("-inf")
@@ -336,16 +351,21 @@ class LayerSlots(Sequence[HotSlots]):
     block-heads per layer and re-selection, little data: on a CPU the cost of a copy is mostly
     the op itself, so one for all heads beats one per head.
 
-    k, v: (H_kv, n_slots * T, D) and bias: (H_kv, n_slots * T), views of the layer's buffer."""
+    k, v: (H_kv, n_slots * T, D) and bias: (H_kv, n_slots * T), views of the layer's buffer;
+    `scales`: an int8 buffer's K and V scales, (H_kv, n_slots * T) views (hot_codec.py)."""
 
     def __init__(self, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, block_tokens: int,
-                 pool: HotPool):
+                 pool: HotPool, scales: tuple[torch.Tensor, torch.Tensor] | None = None):
         H, N, D = k.shape
         T = block_tokens
-        self.heads = [HotSlots(k[h : h + 1], v[h : h + 1], bias[h], T, pool, head=h)
+        self.heads = [HotSlots(k[h : h + 1], v[h : h + 1], bias[h], T, pool, head=h,
+                               scales=None if scales is None
+                               else (scales[0][h : h + 1], scales[1][h : h + 1]))
                       for h in range(H)]
         n = N // T
         self.k, self.v = k.view(H, n, T, D), v.view(H, n, T, D)  # (head, slot, token, dim)
+        self.ks, self.vs = ((None, None) if scales is None
+                            else (scales[0].view(H, n, T), scales[1].view(H, n, T)))
         self.bias = bias.view(H, n, T)
         self._held: tuple[tuple[int, ...], torch.Tensor, torch.Tensor] | None = None
 
@@ -405,8 +425,8 @@ class LayerSlots(Sequence[HotSlots]):
         dev = self.k.device
         hi, si = torch.tensor([heads, slots], device=dev)
         # (the gathered (M, T, D) copies are this call's own: clamped in place)
-        self.k[hi, si] = to_hot(got[0], self.k.dtype, scratch=True).to(dev)
-        self.v[hi, si] = to_hot(got[1], self.v.dtype, scratch=True).to(dev)
+        hot_codec.write(self.k, self.ks, (hi, si), got[0], scratch=True)
+        hot_codec.write(self.v, self.vs, (hi, si), got[1], scratch=True)
         self.bias[hi, si] = 0.0
         for h, slot in masked:
             self.bias[h, slot, :masked_prefix] = float("-inf")
