@@ -21,6 +21,7 @@ from h3_runtime.kvcache.block import to_hot
 
 INT8_MAX = 127
 SCALE_DTYPE = torch.float32  # int8 buffers' per-(head, token) scales
+_SMALL = 1 << 14  # elements: write_kv quantises K and V together up to this (a copy beyond)
 
 
 def is_quantised(dtype: torch.dtype) -> bool:
@@ -40,26 +41,46 @@ def new_scales(buffer: torch.Tensor) -> torch.Tensor | None:
     return torch.ones(buffer.shape[:-1], dtype=SCALE_DTYPE, device=buffer.device)
 
 
-def quantise(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """x (..., D) -> (int8 (..., D), float32 scales (...)): absmax per vector. An all-zero vector
-    gets scale 1 (its values are 0 whatever the scale)."""
+_TINY = torch.finfo(torch.float32).tiny
+
+
+def quantise(x: torch.Tensor, scratch: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (..., D) -> (int8 (..., D), float32 scales (...)): absmax per vector, so |x / scale| <=
+    127 and rounding stays in range. An all-zero vector gets the smallest positive scale (its
+    values are 0 whatever the scale). Few ops: decode quantises every new token of every layer.
+    `scratch`: x is a float32 temporary the caller owns, divided in place (a block store's
+    gathered copy: one large allocation fewer)."""
     x = x.float()
-    scale = x.abs().amax(-1) / INT8_MAX
-    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
-    q = torch.round(x / scale[..., None]).clamp_(-INT8_MAX, INT8_MAX).to(torch.int8)
-    return q, scale
+    scale = x.abs().amax(-1).clamp_min_(_TINY * INT8_MAX).div_(INT8_MAX)
+    scaled = x.div_(scale[..., None]) if scratch else x / scale[..., None]
+    return scaled.round_().to(torch.int8), scale
 
 
 def write(dst: torch.Tensor, scales: torch.Tensor | None, index: tuple, x: torch.Tensor,
           scratch: bool = False) -> None:
     """dst[index] = x in dst's dtype (on dst's device); an int8 dst also gets scales[index].
-    `scratch`: x is a temporary the caller owns (a float16 clamp may run in place)."""
+    `scratch`: x is a temporary the caller owns (a float16 clamp or an int8 division may run
+    in place)."""
     if scales is None:
         dst[index] = to_hot(x, dst.dtype, scratch=scratch).to(dst.device)
         return
-    q, s = quantise(x)
+    q, s = quantise(x, scratch=scratch and x.dtype == torch.float32)
     dst[index] = q.to(dst.device)
     scales[index] = s.to(scales.device)
+
+
+def write_kv(k_dst: torch.Tensor, v_dst: torch.Tensor, scales: tuple | None, index: tuple,
+             k: torch.Tensor, v: torch.Tensor) -> None:
+    """`write` for K and V into the same columns (`scales`: (K's, V's) or None). A few new tokens'
+    K and V are quantised together: one set of small ops instead of two (a decoded token's
+    column is written in every layer at every step)."""
+    if scales is None or k.numel() > _SMALL:
+        write(k_dst, None if scales is None else scales[0], index, k)
+        write(v_dst, None if scales is None else scales[1], index, v)
+        return
+    q, s = quantise(torch.stack([k, v]))
+    k_dst[index], v_dst[index] = q[0].to(k_dst.device), q[1].to(v_dst.device)
+    scales[0][index], scales[1][index] = s[0].to(k_dst.device), s[1].to(v_dst.device)
 
 
 def read(src: torch.Tensor, scales: torch.Tensor | None, index: tuple,

@@ -290,8 +290,8 @@ class LayerStore:
 
     def _write(self, cols: tuple, kn: torch.Tensor, vn: torch.Tensor) -> None:
         """K and V of new tokens into the hot buffer's columns `cols`, in its dtype."""
-        hot_codec.write(self.k, self.ks, cols, kn)
-        hot_codec.write(self.v, self.vs, cols, vn)
+        hot_codec.write_kv(self.k, self.v, None if self.ks is None else (self.ks, self.vs),
+                           cols, kn, vn)
 
     def add_blocks(self, b0: int, keys: torch.Tensor, values: torch.Tensor) -> None:
         """Records complete blocks b0, b0 + 1, ... from (H_kv, nb * T, D) host tensors: their

@@ -28,9 +28,12 @@ def test_quantise_rounds_each_vector_against_its_own_maximum():
     x[1, 4] = 0.0  # an all-zero vector
     q, scale = hot_codec.quantise(x)
     assert q.dtype == torch.int8 and scale.shape == (3, 20) and q.abs().max() == 127
+    owned = x.clone()
+    q_in_place, _ = hot_codec.quantise(owned, scratch=True)  # a scratch input is divided in place
+    assert torch.equal(q_in_place, q) and not torch.equal(owned, x)
     back = q.float() * scale[..., None]
     assert ((back - x).abs() <= scale[..., None] / 2 + 1e-7).all()  # half a step at most
-    assert torch.equal(back[1, 4], torch.zeros(16)) and scale[1, 4] == 1.0
+    assert torch.equal(back[1, 4], torch.zeros(16)) and scale[1, 4] > 0
     # write / read through an index address the values and their scales together
     buf = torch.zeros(3, 30, 16, dtype=torch.int8)
     scales = hot_codec.new_scales(buf)
@@ -38,6 +41,14 @@ def test_quantise_rounds_each_vector_against_its_own_maximum():
     hot_codec.write(buf, scales, idx, x[:, :3])
     torch.testing.assert_close(hot_codec.read(buf, scales, idx, torch.float32), back[:, :3])
     assert hot_codec.new_scales(torch.zeros(2, 4, dtype=torch.float16)) is None
+    # K and V together (a decoded token's column: quantised in one go) = each on its own
+    k2, v2 = torch.zeros_like(buf), torch.zeros_like(buf)
+    s2 = (hot_codec.new_scales(k2), hot_codec.new_scales(v2))
+    col = (slice(None), 11)
+    hot_codec.write_kv(k2, v2, s2, col, x[:, 0], 2 * x[:, 1])
+    for dst, sc, src in ((k2, s2[0], x[:, 0]), (v2, s2[1], 2 * x[:, 1])):
+        want_q, want_s = hot_codec.quantise(src)
+        assert torch.equal(dst[col], want_q) and torch.equal(sc[col], want_s)
 
 
 def test_int8_holds_about_1_9x_float16s_tokens_within_the_budget():
