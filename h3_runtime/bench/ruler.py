@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -75,8 +76,8 @@ def prompt_kv(model, fp: str, ids: list[int]) -> tuple[list, float | None]:
     _prefill_only(model, ids, keep)
     seconds = time.perf_counter() - t0
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save(keep, tmp)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # per process: two benches side by side may
+    torch.save(keep, tmp)                           # compute the same prompt at once
     tmp.replace(path)
     return keep, seconds
 
