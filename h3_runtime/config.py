@@ -64,10 +64,10 @@ class RuntimeConfig:
     # decoded token's own cost on a CPU (h3 bench --scenario decode)
     decode_reselect_every: int = 3
     # decode keeps its hot KV (sinks, window, selected blocks) in this dtype when it is narrower
-    # than the model's ("model": the model's own): float16 holds twice a float32 model's tokens
-    # in the same hot bytes; attention reads an up-cast copy (kvcache/geometry.py). "int8": a
-    # scale per head and token, ~1.9x float16's tokens again (kvcache/hot_codec.py)
-    decode_kv_dtype: str = "float16"
+    # than the model's ("model": the model's own). "int8" (kvcache/hot_codec.py): values with a
+    # scale per head and token, ~3.6x a float32 model's tokens in the same hot bytes; "float16"
+    # ~1.9x, faster per token (README, runtime). Attention reads an up-cast copy (geometry.py)
+    decode_kv_dtype: str = "int8"
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)

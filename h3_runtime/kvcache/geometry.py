@@ -12,9 +12,9 @@ plus its new tokens, alive only while that layer attends; the exact prefill stre
 groups through that room). Decoding needs neither the chunk nor the staging: each new token is
 one token, read in place. So each layer's block slots grow to `decode_slots` for decode (and
 shrink back before the next prefill chunk). Decode may also keep its hot buffers in a narrower
-dtype than the model's (`runtime.decode_kv_dtype`, float16 for a float32 model:
-`decode_bytes_per_token_layer` b_dec is half the model's b), so the same bytes hold twice the
-tokens. Decoding stays within
+dtype than the model's (`runtime.decode_kv_dtype`: int8 by default, with a float32 scale per
+head and token, hot_codec.py, so b_dec is ~0.27x a float32 model's b; float16: half of b), so
+the same bytes hold ~3.6x (int8) or twice (float16) the tokens. Decoding stays within
 
     n_layers * P_dec * (b_dec + beta) + P_dec * sigma + b <= budget
 
@@ -26,7 +26,8 @@ before any layer attends (hf/cache.py), each releasing its old buffer before res
 one (its sinks and ring wait in host memory meanwhile), so a switch never holds more than
 n_layers * max(P * (b + beta), P_dec * (b_dec + beta)), which both bounds cover.
 The hot tier can never exceed its budget, whatever the prompt length, and decode attends to
-about twice the tokens a float32 buffer would hold.
+~3.2x (int8) or ~1.9x (float16) the tokens a float32 buffer would hold (the bias and the
+up-cast scratch take the rest).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from h3_runtime.kvcache.block import to_hot
 INT8_MAX = 127
 SCALE_DTYPE = torch.float32  # int8 buffers' per-(head, token) scales
 _SMALL = 1 << 14  # elements: write_kv quantises K and V together up to this (a copy beyond)
+_TINY = torch.finfo(torch.float32).tiny
 
 
 def is_quantised(dtype: torch.dtype) -> bool:
@@ -39,9 +40,6 @@ def new_scales(buffer: torch.Tensor) -> torch.Tensor | None:
     if not is_quantised(buffer.dtype):
         return None
     return torch.ones(buffer.shape[:-1], dtype=SCALE_DTYPE, device=buffer.device)
-
-
-_TINY = torch.finfo(torch.float32).tiny
 
 
 def quantise(x: torch.Tensor, scratch: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,7 +76,7 @@ def write_kv(k_dst: torch.Tensor, v_dst: torch.Tensor, scales: tuple | None, ind
         write(k_dst, None if scales is None else scales[0], index, k)
         write(v_dst, None if scales is None else scales[1], index, v)
         return
-    q, s = quantise(torch.stack([k, v]))
+    q, s = quantise(torch.stack([k, v]), scratch=k.dtype == torch.float32)  # (the stack is ours)
     k_dst[index], v_dst[index] = q[0].to(k_dst.device), q[1].to(v_dst.device)
     scales[0][index], scales[1][index] = s[0].to(k_dst.device), s[1].to(v_dst.device)
 

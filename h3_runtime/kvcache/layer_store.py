@@ -3,8 +3,8 @@
 Hot, on the model's device, one buffer per layer reserved from the HotPool:
     K, V: (H_kv, S + R' + n_slots * T, D)  = [sinks | recent ring | block slots]
     bias: (H_kv, same length) 0 where a column holds a live token, -inf elsewhere
-(in the model's dtype while prefilling; in `runtime.decode_kv_dtype`, float16 for a float32
-model, while decoding: twice the slots in the same bytes, geometry.py)
+(in the model's dtype while prefilling; in `runtime.decode_kv_dtype` while decoding - int8 with
+scales, hot_codec.py, or float16 for a float32 model: more slots in the same bytes, geometry.py)
 Each KV head's block slots hold the blocks that head chose (Quest-style per-head selection:
 heads read different places, and one retrieval head's needle need not displace the blocks the
 other heads attend to); the sinks and the ring are the same in every head. The buffer has
