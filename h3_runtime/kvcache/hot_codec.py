@@ -84,7 +84,7 @@ def write_kv(k_dst: torch.Tensor, v_dst: torch.Tensor, scales: tuple | None, ind
 def read(src: torch.Tensor, scales: torch.Tensor | None, index: tuple,
          dtype: torch.dtype) -> torch.Tensor:
     """src[index] as `dtype` on the host (a copy): de-quantised where src is int8."""
-    got = src[index].to("cpu", copy=True)
-    if scales is None:
-        return got.to(dtype)
-    return (got.to(torch.float32) * scales[index].to("cpu")[..., None]).to(dtype)
+    if scales is None:  # (src[index] is a view where index is slices: copied, once)
+        return src[index].to("cpu", dtype, copy=True)
+    got = src[index].to("cpu", torch.float32)  # a new tensor: the int8 values widened
+    return got.mul_(scales[index].to("cpu")[..., None]).to(dtype)

@@ -17,6 +17,8 @@ from pathlib import Path
 from h3_runtime.evals.ruler_tasks import PASSKEY, TASKS
 from pipelines.cli.output import CliError, emit, log
 
+TASK_CHOICES = (*TASKS, PASSKEY)  # what --tasks accepts: the RULER tasks and the passkey part
+
 # scenario name -> "module:function"
 SCENARIOS: dict[str, str] = {
     "ingest": "pipelines.bench.ingest:run",
@@ -55,7 +57,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lengths", type=_lengths, help="ruler: context lengths in tokens, comma-separated "
                                                    "(default 4096,8192; the passkey part: 2048,4096,8192)")
     p.add_argument("--tasks", type=_tasks, help="ruler: the tasks to run, comma-separated, of "
-                                               + ", ".join((*TASKS, PASSKEY)) + " (default: all; "
+                                               + ", ".join(TASK_CHOICES) + " (default: all; "
                                                "without 'passkey' its part is skipped)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
@@ -74,10 +76,10 @@ def _lengths(text: str) -> list[int]:
 def _tasks(text: str) -> list[str]:
     """`--tasks fwe,passkey` -> ["fwe", "passkey"], each a RULER task or the passkey part."""
     names = [x.strip() for x in text.split(",")]
-    unknown = [x for x in names if x not in (*TASKS, PASSKEY)]
+    unknown = [x for x in names if x not in TASK_CHOICES]
     if unknown:  # (an empty value is one unknown name, "")
         raise argparse.ArgumentTypeError(
-            f"{text!r}: unknown task(s) {unknown}; choose from {', '.join((*TASKS, PASSKEY))}")
+            f"{text!r}: unknown task(s) {unknown}; choose from {', '.join(TASK_CHOICES)}")
     return names
 
 
