@@ -96,8 +96,9 @@ def plan_geometry(budget_bytes: int, n_layers: int, bytes_per_token_layer: int,
                   decode_bytes_per_token_layer: int | None = None,
                   bias_bytes_per_token_layer: int = 0,
                   decode_scratch_bytes_per_token: int = 0) -> Geometry:
-    """Splits the budget. `selection=False` gives the sinks + window baseline (no block slots:
-    the whole per-layer budget is the recent window, StreamingLLM-like).
+    """Splits the budget. `selection=False` gives the sinks + window baseline (StreamingLLM-like:
+    no block slots while prefilling, the whole per-layer budget is the recent window; decoding,
+    the window widens over the decode buffer's slots).
     `decode_bytes_per_token_layer`: decode's hot bytes per token-layer when its buffers are
     narrower than the model's dtype (module doc); None: the same.
     `bias_bytes_per_token_layer`, `decode_scratch_bytes_per_token`: beta and sigma (module doc).
@@ -142,18 +143,23 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
     if per_layer < sinks + T:
         return None
     room = per_layer - sinks
-    if not selection:
-        # the window's ring keeps its size while decoding (no slots to grow; its buffer still
-        # takes the decode dtype, so the bound with the model's bytes over-counts it)
-        return Geometry(T, sinks, 0, room, chunk, 0, bytes_per_token_layer, 0, decode_bpt, beta,
-                        sigma)
-    recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
-    recent_capacity = recent + T
-    n_slots = (room - recent_capacity) // T
     # decoding: no chunk and no staging copy (module doc)
     b = bytes_per_token_layer
     per_token = n_layers * (decode_bpt + beta) + sigma  # decode_peak_bytes' slope
     decode_tokens = (budget_bytes - b) // per_token
+    if not selection:
+        # the window: the ring is the whole room while prefilling; decoding, the slots the decode
+        # buffer has room for hold the newest blocks before the ring (layer_store), so the
+        # baseline's window spans as many tokens as H3 attends in the same bytes
+        # (a ring is whole blocks plus one partial block: a decoded token writes its column
+        # modulo the ring, so a ring of any other size overwrote its oldest tokens while the
+        # bias still counted them live)
+        ring = (room // T) * T
+        decode_slots = max(0, (decode_tokens - sinks - ring) // T)
+        return Geometry(T, sinks, 0, ring, chunk, 0, b, decode_slots, decode_bpt, beta, sigma)
+    recent = min(rt.recent_tokens, ((room - T) // 4 // T) * T)
+    recent_capacity = recent + T
+    n_slots = (room - recent_capacity) // T
     decode_slots = max(n_slots, (decode_tokens - sinks - recent_capacity) // T)
     return Geometry(T, sinks, n_slots, recent_capacity, chunk, rt.top_k_blocks, b, decode_slots,
                     decode_bpt, beta, sigma)
