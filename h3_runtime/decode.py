@@ -17,17 +17,22 @@ def greedy_decode(model: torch.nn.Module, cache: ReuseCache, first_logits: torch
                   max_new_tokens: int, eos_ids: Sequence[int] = (),
                   on_first: Callable[[], None] | None = None,
                   forward: Callable | None = None,
-                  step_seconds: list[float] | None = None) -> list[int]:
+                  step_seconds: list[float] | None = None,
+                  margins: list[float] | None = None) -> list[int]:
     """Greedy continuation from `first_logits` `(V,)` over `cache` (which it extends); stops at
     an EOS or after `max_new_tokens`. `forward`: what runs one token (default: the model; the
     engine passes the model's own forward when `model.forward` is wrapped). `step_seconds`, if
-    given, receives each forward call's wall time, in order."""
+    given, receives each forward call's wall time, in order; `margins`, if given, each chosen
+    token's logit lead over the runner-up (how near a tie the greedy choice was)."""
     run = forward if forward is not None else model
     device = first_logits.device
     out: list[int] = []
     logits = first_logits
     for step in range(max_new_tokens):
         token = int(torch.argmax(logits))
+        if margins is not None:
+            top2 = torch.topk(logits.float(), 2).values
+            margins.append(float(top2[0] - top2[1]))
         if step == 0 and on_first is not None:
             on_first()
         out.append(token)

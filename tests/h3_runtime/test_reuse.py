@@ -193,3 +193,23 @@ def test_cold_kv_into_the_engines_tiered_cache(tmp_path):
         if exact:
             assert tokens == ref_tokens and torch.allclose(logits, ref_logits, atol=1e-5)
     model.set_attn_implementation("sdpa")
+
+
+def test_greedy_decode_reports_each_choice_lead_over_the_runner_up():
+    class Fixed(torch.nn.Module):  # logits (V=3) that only depend on the step
+        def __init__(self):
+            super().__init__()
+            self.step = 0
+
+        def forward(self, input_ids, cache=None, use_cache=True):
+            self.step += 1
+            logits = torch.tensor([[[0.0, 2.0, 1.5]]]) if self.step == 1 else torch.tensor([[[3.0, 0.0, 0.0]]])
+            return type("Out", (), {"logits": logits})()
+
+    class NoCache:
+        def note_tokens(self, ids):
+            pass
+
+    margins: list[float] = []
+    out = greedy_decode(Fixed(), NoCache(), torch.tensor([1.0, 0.0, 0.75]), 3, margins=margins)
+    assert out == [0, 1, 0] and margins == [0.25, 0.5, 3.0]

@@ -51,3 +51,31 @@ def test_prefix_agreement_counts_the_reference_tokens_kept_before_the_first_diff
     assert prefix_agreement([1, 2, 9, 4], [1, 2, 3, 4]) == 0.5  # the match after a difference: no
     assert prefix_agreement([1, 2, 3, 4, 5], [1, 2, 3, 4]) == 1.0
     assert prefix_agreement([], [7]) == 0.0
+
+
+def test_answer_margin_is_the_smallest_lead_on_the_tokens_that_spell_a_reference(tok):
+    from h3_runtime.bench.ruler import answer_margin
+
+    ids = tok(":\n\n1. 3995758\n2. 2057403", add_special_tokens=False).input_ids
+    text_of = [tok.decode(ids[: i + 1]) for i in range(len(ids))]
+    first = next(i for i, t in enumerate(text_of) if t.endswith("3") and "399" not in t)
+    margins = [9.0] * len(ids)
+    margins[first] = 0.08  # the first digit of 3995758: a near-tie
+    margins[0] = 0.01  # the colon: not part of any reference, ignored
+    assert answer_margin(tok, ids, margins, ["3995758"]) == 0.08
+    assert answer_margin(tok, ids, margins, ["2057403"]) == 9.0
+    assert answer_margin(tok, ids, margins, ["7581089"]) is None  # not in the answer
+
+
+def test_decisive_retention_leaves_out_near_ties_only():
+    from h3_runtime.bench.ruler import DECISIVE_MARGIN, summarise
+
+    def row(margin, full, h3):
+        return {"length_target": 4096, "task": "t", "full": {"score": full, "answer_margin": margin},
+                "h3": {"score": h3}}
+
+    rows = [row(5.0, 1.0, 1.0), row(DECISIVE_MARGIN / 10, 1.0, 0.0), row(None, 0.0, 1.0)]
+    s = summarise(rows, ["h3"])["4096"]
+    assert s["retention_vs_full"] == {"h3": 0.5} and s["samples_full_solves"] == 2
+    assert s["retention_vs_full_decisive"] == {"h3": 1.0}
+    assert s["samples_full_solves_decisively"] == 1
