@@ -68,6 +68,10 @@ class RuntimeConfig:
     # scale per head and token, ~3.6x a float32 model's tokens in the same hot bytes; "float16"
     # ~1.9x, faster per token (README, runtime). Attention reads an up-cast copy (geometry.py)
     decode_kv_dtype: str = "int8"
+    # a re-selection ranks blocks by the key sketches, then re-scores each KV head's best
+    # this-many x its slots with their exact keys from warm (kvcache/rescore.py; 0: the
+    # sketches alone, a little faster per token, fewer RULER keys kept at 4K)
+    decode_exact_rescore: int = 2
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)
@@ -77,7 +81,7 @@ class RuntimeConfig:
             _positive(f"runtime.{name}", getattr(self, name))
         one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
         one_of("runtime.decode_kv_dtype", self.decode_kv_dtype, ("int8", "float16", "bfloat16", "model"))
-        for name in ("sink_tokens", "recent_tokens"):
+        for name in ("sink_tokens", "recent_tokens", "decode_exact_rescore"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
 

@@ -101,6 +101,7 @@ class H3Engine:
                           selection=self.selection,
                           exact_prefill=self.config.runtime.prefill_attention == "exact",
                           reselect_every=self.config.runtime.decode_reselect_every,
+                          exact_rescore=self.config.runtime.decode_exact_rescore,
                           key_basis=self.key_basis if self.selection else None,
                           decode_dtype=self.decode_dtype,
                           decode_native_matmul=self.decode_native_matmul)

@@ -38,6 +38,7 @@ class TierContext:
     selection: bool = True  # False: sinks + window only (the StreamingLLM-like baseline)
     exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
     reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
+    exact_rescore: int = 0  # decode re-scores this many x a head's slots exactly (rescore.py)
     key_basis: torch.Tensor | None = None  # (n_layers, H_kv, D, r): per-token key sketches
     decode_dtype: torch.dtype | None = None  # decode's hot buffers (None: the model's dtype)
     decode_native_matmul: bool = False  # decode attends the narrow buffer in its own dtype

@@ -31,6 +31,7 @@ from h3_runtime.kvcache.checksum import block_checksum
 from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot_codec import hot_bytes_per_token_layer
+from h3_runtime.kvcache.rescore import rescore_exactly
 from h3_runtime.kvcache.sparse_attention import (
     BIAS_DTYPE,
     NEG_INF,
@@ -208,8 +209,11 @@ class LayerStore:
 
     def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
         ctx, s = self.ctx, self.summaries
-        rel = s.relevance(q, n, scaling)  # (H_kv, n)
-        if q.shape[2] == 1:  # decoding
+        decoding = q.shape[2] == 1
+        rescore = (self._rescore_exactly if decoding and s.basis is not None and ctx.exact_rescore
+                   else None)
+        rel = s.relevance(q, n, scaling, rescore)  # (H_kv, n)
+        if decoding:
             rel = self._decode_preferences(rel, n)
         plan = ctx.scheduler.place(
             self.heat, rel, [set(h.slot_of) for h in self.slots], self.n_slots, self.g.top_k,
@@ -219,6 +223,17 @@ class LayerStore:
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
         ctx.scheduler.record_index(self.heat, *self.slots.held())
         ctx.scheduler.finish_step(self.heat, plan.top)
+
+    def _rescore_exactly(self, qg: torch.Tensor, score: torch.Tensor) -> None:
+        """Decode's candidates re-scored with their exact keys from warm (rescore.py)."""
+        warm, layer = self.ctx.warm, self.layer
+
+        def gather_keys(blocks: list[int], heads: list[int]) -> torch.Tensor | None:
+            got = warm.gather([BlockId(layer, b) for b in blocks], heads, values=False)
+            return None if got is None else got[0]
+
+        rescore_exactly(qg, score, self.ctx.exact_rescore * self.n_slots, self.summaries.in_warm,
+                        gather_keys)
 
     def _keep_newest(self, n: int) -> None:
         """The window baseline while decoding: every head's slots hold the newest of the n blocks

@@ -22,6 +22,8 @@ Either only ranks blocks (attention reads the blocks' own bytes).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
 
@@ -112,13 +114,16 @@ class BlockSummaries:
         grown_w[:cap] = self.in_warm
         self.in_warm = grown_w
 
-    def relevance(self, q: torch.Tensor, n: int, scaling: float) -> torch.Tensor:
+    def relevance(self, q: torch.Tensor, n: int, scaling: float,
+                  refine: Callable[[torch.Tensor, torch.Tensor], None] | None = None) -> torch.Tensor:
         """How much each of the first n blocks matters to the queries: each block's score
         (estimated best token, or the box's upper bound) -> softmax over blocks per (query head,
         query) -> max over the queries and the query heads of each KV head: (H_kv, n) on the
         host, each KV head ranking blocks for itself. The max keeps a block that one query of one
         head (a retrieval head) needs badly; only the chunk's last RELEVANCE_QUERIES queries vote
-        (they are the ones nearest what comes next). q: (1, Hq, C, D)."""
+        (they are the ones nearest what comes next). q: (1, Hq, C, D). `refine(qg, score)` may
+        overwrite scores in place before the softmax (qg: (H_kv, gQ, D) the grouped queries,
+        score: (H_kv, gQ, n)): decode re-scores its best candidates exactly (layer_store.py)."""
         H, D = self.n_kv_heads, q.shape[-1]
         qh = q[0, :, -RELEVANCE_QUERIES:].detach().to("cpu", torch.float32)  # (Hq, Q, D)
         qg = qh.reshape(H, -1, D)  # (H_kv, g*Q, D): query heads grouped by their KV head
@@ -131,5 +136,6 @@ class BlockSummaries:
         else:
             center, radius = self.center[:, :, :n].float(), self.radius[:, :, :n].float()
             score = torch.bmm(qg, center) + torch.bmm(qg.abs(), radius)  # (H_kv, gQ, n)
+        if refine is not None:
+            refine(qg, score)
         return torch.softmax(score * scaling, dim=-1).amax(dim=1)  # (H_kv, n)
-

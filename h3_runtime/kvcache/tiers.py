@@ -149,11 +149,11 @@ class WarmTier(Tier):
             move(k)
         return out
 
-    def gather(self, keys: list[Hashable], heads: list[int]
-               ) -> tuple[torch.Tensor, torch.Tensor] | None:
-        """Head `heads[i]` of block `keys[i]`, for every i, as (M, T, D) keys and values: one
-        indexing op per tensor. None where the blocks are not all here in one arena (the caller
-        then stacks the blocks it holds)."""
+    def gather(self, keys: list[Hashable], heads: list[int], values: bool = True
+               ) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+        """Head `heads[i]` of block `keys[i]`, for every i, as (M, T, D) keys and values (None
+        unless `values`): one indexing op per tensor. None where the blocks are not all here in
+        one arena (the caller then stacks the blocks it holds)."""
         arena = self._arena_of.get(keys[0]) if keys else None
         if arena is None:
             return None
@@ -164,7 +164,8 @@ class WarmTier(Tier):
         # whole (T, D) slices, ~2x faster than advanced indexing on two axes
         H, T, D = arena.shape
         flat = torch.tensor([r * H + h for r, h in zip(rows, heads, strict=True)])
-        return arena.k.view(-1, T, D).index_select(0, flat), arena.v.view(-1, T, D).index_select(0, flat)
+        return (arena.k.view(-1, T, D).index_select(0, flat),
+                arena.v.view(-1, T, D).index_select(0, flat) if values else None)
 
     def store(self, key: Hashable, block: KVBlock) -> None:
         """Copies the block into its arena (the caller's tensors stay untouched)."""

@@ -59,6 +59,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tasks", type=_tasks, help="ruler: the tasks to run, comma-separated, of "
                                                + ", ".join(TASK_CHOICES) + " (default: all; "
                                                "without 'passkey' its part is skipped)")
+    p.add_argument("--variants", type=_variants, help="ruler: the tiered variants to run beside full "
+                                                     "attention, comma-separated, named as in its "
+                                                     "report (e.g. h3_10%%,h3_5%%; default: all)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -83,6 +86,20 @@ def _tasks(text: str) -> list[str]:
     return names
 
 
+def _variants(text: str) -> list[str]:
+    """`--variants h3_10%,h3_5%` -> ["h3_10%", "h3_5%"], each a ruler variant's name."""
+    # imported here: the bench module loads torch, which `h3 --help` should not wait for
+    from h3_runtime.bench.ruler import PASSKEY_VARIANTS, RULER_VARIANTS
+
+    choices = list(dict.fromkeys(v for v, *_ in (*RULER_VARIANTS, *PASSKEY_VARIANTS)))
+    names = [x.strip() for x in text.split(",")]
+    unknown = [x for x in names if x not in choices]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: unknown variant(s) {unknown}; choose from {', '.join(choices)}")
+    return names
+
+
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     try:
@@ -96,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
         t0 = time.perf_counter()
         func = getattr(importlib.import_module(module_name), func_name)
         params = inspect.signature(func).parameters
-        extra = {opt: getattr(args, opt) for opt in ("home", "samples", "first_seed", "lengths", "tasks")
+        extra = {opt: getattr(args, opt)
+                 for opt in ("home", "samples", "first_seed", "lengths", "tasks", "variants")
                  if getattr(args, opt, None) and opt in params}
         try:
             result = func(out, args.quick, **extra)

@@ -185,3 +185,31 @@ def test_decode_keeps_the_prompt_s_strong_picks_and_prefers_the_blocks_a_head_ho
             base = 0.3 if b == 1 else 0.01
             bonus = layer_store.RESIDENT_BONUS if b in held[h] else 1.0
             assert abs(float(out[h, b]) - base * bonus) < 1e-6, (h, b)
+
+
+def test_decode_re_scores_its_sketch_candidates_exactly_unless_configured_off(cold_dir, monkeypatch):
+    model = tiny_llama(layers=2)
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(7))
+    calls: list[tuple[int, int]] = []  # (shortlist, keys gathered) per re-scoring
+    rescore = layer_store.rescore_exactly
+
+    def recording(qg, score, shortlist, in_warm, gather_keys):
+        def gathered(blocks, heads):
+            calls.append((shortlist, len(blocks)))
+            return gather_keys(blocks, heads)
+        return rescore(qg, score, shortlist, in_warm, gathered)
+
+    monkeypatch.setattr(layer_store, "rescore_exactly", recording)
+    for factor in (2, 0):
+        calls.clear()
+        engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
+                          cold_storage_path=cold_dir,
+                          config={"runtime": {"block_tokens": 16, "decode_exact_rescore": factor}})
+        engine.generate(ids, max_new_tokens=4, return_ids=True)
+        if factor:
+            shortlist = factor * engine.geometry.decode_slots
+            assert calls and all(s == shortlist for s, _ in calls)
+            # every warm candidate of every KV head: min(blocks older than the ring, shortlist)
+            assert all(0 < n <= model.config.num_key_value_heads * shortlist for _, n in calls)
+        else:
+            assert calls == []  # the sketches alone
