@@ -49,15 +49,14 @@ def test_bench_lengths_are_parsed_as_token_counts():
     assert _lengths("8192,4096") == [8192, 4096]
 
 
-def test_bench_ruler_runs_only_the_tasks_named(tmp_path, monkeypatch):
-    """--tasks reaches run_ruler: only those RULER tasks run, and the passkey part only when
-    named (the model runs are replaced by a recorder: what is tested is the selection)."""
+def _record_ruler_runs(monkeypatch) -> list[tuple]:
+    """run_ruler with its model runs replaced by a recorder (what the CLI tests check is which
+    samples and variants run): each run_sample call appends (sample, variant names)."""
     import types
 
     import h3_runtime.bench.ruler as ruler
-    from pipelines.cli.bench import _tasks
 
-    ran = []
+    ran: list[tuple] = []
     fake_engine = types.SimpleNamespace(
         tokenizer=None, config=types.SimpleNamespace(runtime=types.SimpleNamespace(
             block_tokens=64, top_k_blocks=8, recent_tokens=64, sink_tokens=4)))
@@ -67,43 +66,39 @@ def test_bench_ruler_runs_only_the_tasks_named(tmp_path, monkeypatch):
     monkeypatch.setattr(ruler, "summarise", lambda rows, names: {})
 
     def fake_run_sample(base, sample, variants, out_dir):
-        ran.append(sample)
+        ran.append((sample, [name for name, *_ in variants]))
         return {"full": {"score": 1.0, "prefill_s": None}} | {name: {} for name, *_ in variants}
 
     monkeypatch.setattr(ruler, "run_sample", fake_run_sample)
+    return ran
+
+
+def test_bench_ruler_runs_only_the_tasks_named(tmp_path, monkeypatch):
+    """--tasks reaches run_ruler: only those RULER tasks run, and the passkey part only when
+    named."""
+    import h3_runtime.bench.ruler as ruler
+    from pipelines.cli.bench import _tasks
+
+    ran = _record_ruler_runs(monkeypatch)
     report = ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=_tasks("fwe,cwe"))
-    assert [s[1] for s in ran] == ["fwe", "cwe"] and not report["passkey_part_run"]
+    assert [s[1] for s, _ in ran] == ["fwe", "cwe"] and not report["passkey_part_run"]
     ran.clear()
     ruler.run_ruler(tmp_path, False, samples=2, lengths=[4096], tasks=_tasks("passkey,vt"))
-    assert [s[0] for s in ran].count("ruler") == 2 and [s[0] for s in ran].count("passkey") == 6
+    kinds = [s[0] for s, _ in ran]
+    assert kinds.count("ruler") == 2 and kinds.count("passkey") == 6
 
 
 def test_bench_ruler_runs_only_the_variants_named(tmp_path, monkeypatch):
     """--variants reaches run_ruler: beside full attention only those tiered variants run, in
-    the RULER part and the passkey part (same recorder as above)."""
-    import types
-
+    the RULER part and the passkey part."""
     import h3_runtime.bench.ruler as ruler
     from pipelines.cli.bench import _variants
 
-    seen: list[list[str]] = []
-    fake_engine = types.SimpleNamespace(
-        tokenizer=None, config=types.SimpleNamespace(runtime=types.SimpleNamespace(
-            block_tokens=64, top_k_blocks=8, recent_tokens=64, sink_tokens=4)))
-    monkeypatch.setattr(ruler, "H3Engine", lambda **kw: fake_engine)
-    monkeypatch.setattr(ruler, "make_sample", lambda tok, task, n, seed: ("ruler", task, n, seed))
-    monkeypatch.setattr(ruler, "passkey", lambda tok, n, d, seed: ("passkey", d, n, seed))
-    monkeypatch.setattr(ruler, "summarise", lambda rows, names: {})
-
-    def fake_run_sample(base, sample, variants, out_dir):
-        seen.append([name for name, *_ in variants])
-        return {"full": {"score": 1.0, "prefill_s": None}} | {name: {} for name, *_ in variants}
-
-    monkeypatch.setattr(ruler, "run_sample", fake_run_sample)
+    ran = _record_ruler_runs(monkeypatch)
     report = ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=["fwe", "passkey"],
                              variants=_variants("h3_10%,h3_5%"))
-    assert seen[0] == ["h3_10%", "h3_5%"] and all(s == ["h3_10%", "h3_5%"] for s in seen)
+    assert ran and all(names == ["h3_10%", "h3_5%"] for _, names in ran)
     assert report["ruler"]["variants"] == ["h3_10%", "h3_5%"] == report["passkey_prose"]["variants"]
-    seen.clear()
+    ran.clear()
     ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=["fwe"])  # default: every variant
-    assert seen == [[name for name, *_ in ruler.RULER_VARIANTS]]
+    assert [names for _, names in ran] == [[name for name, *_ in ruler.RULER_VARIANTS]]
