@@ -68,10 +68,11 @@ class RuntimeConfig:
     # scale per head and token, ~3.6x a float32 model's tokens in the same hot bytes; "float16"
     # ~1.9x, faster per token (README, runtime). Attention reads an up-cast copy (geometry.py)
     decode_kv_dtype: str = "int8"
-    # a re-selection ranks blocks by the key sketches, then re-scores each KV head's best
-    # this-many x its slots with their exact keys from warm (kvcache/rescore.py; 0: the
-    # sketches alone, a little faster per token, fewer RULER keys kept at 4K)
-    decode_exact_rescore: int = 2
+    # > 0: a re-selection ranks blocks by the key sketches, then re-scores each KV head's best
+    # this-many x its slots with their exact keys from warm (kvcache/rescore.py). 2 kept more
+    # RULER keys at 4K and halved the KL on real filings, but costs ~50% more time a decoded
+    # token on a CPU (README, runtime), so the shipped 0 ranks by the sketches alone
+    decode_exact_rescore: int = 0
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)

@@ -3,10 +3,10 @@
 The sketches (summaries.py) keep r = 16 of a key's 64 dimensions: enough to find the blocks a
 query might need, not always to order them. On 4K RULER prompts where H3 lost a multi-query key
 or a multi-key needle at 10% or 5% of the KV, ranking every block by its exact best q.k (an
-oracle, in development) kept them, and so does re-scoring only each head's 2 x slots best
-candidates by the sketches (`runtime.decode_exact_rescore`, 2): the rest rank too low to matter.
+oracle, in development) kept them, and so did re-scoring only each head's 2 x slots best
+candidates by the sketches (`runtime.decode_exact_rescore: 2`): the rest rank too low to matter. It is opt-in (shipped 0): on a CPU the gather made a decoded token ~1.5x slower.
 The exact keys are read from the warm tier (a block in cold keeps its estimate: no disk read to
-rank). What it costs is one gather of the candidates' keys per re-selection (README, decode).
+rank). What it costs is one gather of the candidates' keys per re-selection (README, runtime).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
 
 def rescore_exactly(qg: torch.Tensor, score: torch.Tensor, shortlist: int, in_warm: torch.Tensor,
@@ -31,7 +32,15 @@ def rescore_exactly(qg: torch.Tensor, score: torch.Tensor, shortlist: int, in_wa
     heads = torch.arange(H).repeat_interleave(m)
     blocks = cand.reshape(-1)
     here = in_warm[blocks]
-    heads, blocks = heads[here], blocks[here]
+    if bool(here.all()):  # the common case: one gather, then one product per KV head
+        keys = gather_keys(blocks.tolist(), heads.tolist())  # (H_kv * m, T, D), head-major
+        if keys is None:
+            return
+        T, D = keys.shape[1:]
+        est = torch.bmm(qg, keys.float().view(H, m * T, D).transpose(1, 2))  # (H_kv, g, m*T)
+        score.scatter_(2, cand[:, None, :].expand(-1, score.shape[1], -1), F.max_pool1d(est, T, T))
+        return
+    heads, blocks = heads[here], blocks[here]  # some in cold: those keep their estimates
     if not blocks.numel():
         return
     keys = gather_keys(blocks.tolist(), heads.tolist())

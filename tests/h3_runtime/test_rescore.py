@@ -66,7 +66,7 @@ def test_exact_rescoring_ranks_the_block_whose_match_the_sketches_miss_first():
     estimated = s.relevance(q, NB, scaling=1.0)
     assert int(estimated[0].argmax()) in (1, 2, 3)  # the sketches see dimensions 0-1 only
     assert all(float(estimated[h, 7]) < float(estimated[h, 1]) for h in range(H))
-    # the shipped 2 x slots with two slots: each head's 4 best estimates, block 7 among them
+    # decode_exact_rescore: 2 with two slots: each head's 4 best estimates, block 7 among them
     seen: list = []
     ranked = s.relevance(q, NB, scaling=1.0, refine=_rescorer(s, warm, 4, seen))
     assert [int(ranked[h].argmax()) for h in range(H)] == [7, 7]
