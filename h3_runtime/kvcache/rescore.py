@@ -4,7 +4,8 @@ The sketches (summaries.py) keep r = 16 of a key's 64 dimensions: enough to find
 query might need, not always to order them. On 4K RULER prompts where H3 lost a multi-query key
 or a multi-key needle at 10% or 5% of the KV, ranking every block by its exact best q.k (an
 oracle, in development) kept them, and so did re-scoring only each head's 2 x slots best
-candidates by the sketches (`runtime.decode_exact_rescore: 2`): the rest rank too low to matter. It is opt-in (shipped 0): on a CPU the gather made a decoded token ~1.5x slower.
+candidates by the sketches (`runtime.decode_exact_rescore: 2`): the rest rank too low to
+matter. It is opt-in (shipped 0): on a CPU the gather made a decoded token ~1.5x slower.
 The exact keys are read from the warm tier (a block in cold keeps its estimate: no disk read to
 rank). What it costs is one gather of the candidates' keys per re-selection (README, runtime).
 """
@@ -32,19 +33,18 @@ def rescore_exactly(qg: torch.Tensor, score: torch.Tensor, shortlist: int, in_wa
     heads = torch.arange(H).repeat_interleave(m)
     blocks = cand.reshape(-1)
     here = in_warm[blocks]
-    if bool(here.all()):  # the common case: one gather, then one product per KV head
-        keys = gather_keys(blocks.tolist(), heads.tolist())  # (H_kv * m, T, D), head-major
-        if keys is None:
+    every_one = bool(here.all())  # the common case: all candidates in warm
+    if not every_one:  # those in cold keep their estimates
+        heads, blocks = heads[here], blocks[here]
+        if not blocks.numel():
             return
+    keys = gather_keys(blocks.tolist(), heads.tolist())  # (M, T, D), head-major
+    if keys is None:
+        return
+    if every_one:  # one product per KV head over its m candidates, scattered back
         T, D = keys.shape[1:]
         est = torch.bmm(qg, keys.float().view(H, m * T, D).transpose(1, 2))  # (H_kv, g, m*T)
         score.scatter_(2, cand[:, None, :].expand(-1, score.shape[1], -1), F.max_pool1d(est, T, T))
-        return
-    heads, blocks = heads[here], blocks[here]  # some in cold: those keep their estimates
-    if not blocks.numel():
-        return
-    keys = gather_keys(blocks.tolist(), heads.tolist())
-    if keys is None:
         return
     best = torch.bmm(qg[heads], keys.float().transpose(1, 2)).amax(-1)  # (M, g)
     score.permute(0, 2, 1)[heads, blocks] = best  # a view: writes score's own elements
