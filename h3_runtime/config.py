@@ -69,10 +69,10 @@ class RuntimeConfig:
     # ~1.9x, faster per token (README, runtime). Attention reads an up-cast copy (geometry.py)
     decode_kv_dtype: str = "int8"
     # > 0: a re-selection ranks blocks by the key sketches, then re-scores each KV head's best
-    # this-many x its slots with their exact keys from warm (kvcache/rescore.py). 2 kept more
-    # RULER keys at 4K and halved the KL on real filings, but costs ~50% more time a decoded
-    # token on a CPU (README, runtime), so the shipped 0 ranks by the sketches alone
-    decode_exact_rescore: int = 0
+    # this-many x its slots with their exact keys from warm (kvcache/rescore.py): 2 kept more
+    # RULER keys at 4K and halved the KL on real filings, for ~10-20% more time a decoded token
+    # on a CPU (README, runtime); 0 ranks by the sketches alone
+    decode_exact_rescore: int = 2
 
     def __post_init__(self) -> None:
         _positive("runtime.hbm_size_gb", self.hbm_size_gb)

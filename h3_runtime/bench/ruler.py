@@ -234,6 +234,12 @@ def _partial(out_dir: Path, ruler_rows: list, pk_rows: list) -> None:
     (out_dir / "ruler.partial.json").write_text(json.dumps({"ruler": ruler_rows, "passkey": pk_rows}))
 
 
+def variant_names() -> list[str]:
+    """The tiered variants `run_ruler` can run beside full attention (`h3 bench --variants`):
+    those of its RULER part and of its passkey part."""
+    return list(dict.fromkeys(v for v, *_ in (*RULER_VARIANTS, *PASSKEY_VARIANTS)))
+
+
 def run_ruler(out_dir: Path, quick: bool, samples: int = 1, first_seed: int = 0,
               lengths: list[int] | None = None, tasks: list[str] | None = None,
               variants: list[str] | None = None) -> dict:

@@ -175,7 +175,7 @@ def apply_placement(plan: Placement, slots: LayerSlots, moves: BlockMoves,
             stats.move("warm->hot", head_slots.block_bytes * len(new), len(new))
     warm, layer = moves.ctx.warm, moves.layer
     slots.store(got, host, masked_prefix=sink_tokens, masked_key=0,  # block 0: the sinks
-                gather=lambda bs, hs: warm.gather([BlockId(layer, b) for b in bs], hs))
+                gather=lambda bs, hs: warm.gather(layer, bs, hs))
     for b in plan.prefetch:
         room = [h for h in slots if h.free_slots and not h.lookup(b)]
         if not room and (moves.summaries.in_warm[b] or all(h.lookup(b) for h in slots)):

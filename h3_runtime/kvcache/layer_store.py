@@ -228,8 +228,8 @@ class LayerStore:
         """Decode's candidates re-scored with their exact keys from warm (rescore.py)."""
         warm, layer = self.ctx.warm, self.layer
 
-        def gather_keys(blocks: list[int], heads: list[int]) -> torch.Tensor | None:
-            got = warm.gather([BlockId(layer, b) for b in blocks], heads, values=False)
+        def gather_keys(blocks: torch.Tensor, heads: torch.Tensor) -> torch.Tensor | None:
+            got = warm.gather(layer, blocks, heads, values=False)
             return None if got is None else got[0]
 
         rescore_exactly(qg, score, self.ctx.exact_rescore * self.n_slots, self.summaries.in_warm,

@@ -5,9 +5,10 @@ query might need, not always to order them. On 4K RULER prompts where H3 lost a 
 or a multi-key needle at 10% or 5% of the KV, ranking every block by its exact best q.k (an
 oracle, in development) kept them, and so did re-scoring only each head's 2 x slots best
 candidates by the sketches (`runtime.decode_exact_rescore: 2`): the rest rank too low to
-matter. It is opt-in (shipped 0): on a CPU the gather made a decoded token ~1.5x slower.
-The exact keys are read from the warm tier (a block in cold keeps its estimate: no disk read to
-rank). What it costs is one gather of the candidates' keys per re-selection (README, runtime).
+matter. The exact keys are read from the warm tier (a block in cold keeps its estimate: no
+disk read to rank). What it costs is one gather of the candidates' keys per re-selection, one
+indexing op a layer (`WarmTier.gather`), and their product with the query: ~10% of a decoded
+token's time at 8K on a CPU, ~20% at 4K (README, runtime).
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ import torch.nn.functional as F
 
 
 def rescore_exactly(qg: torch.Tensor, score: torch.Tensor, shortlist: int, in_warm: torch.Tensor,
-                    gather_keys: Callable[[list[int], list[int]], torch.Tensor | None]) -> None:
+                    gather_keys: Callable[[torch.Tensor, torch.Tensor], torch.Tensor | None]) -> None:
     """Overwrites, in place, the estimated scores of each KV head's `shortlist` best blocks
     (runtime.decode_exact_rescore x its slots) with their exact best q.k. qg: (H_kv, g, D)
     queries grouped by KV head; score: (H_kv, g, n) each block's estimated best token per
     query; in_warm: (>= n,) bool; gather_keys(blocks, heads) -> (M, T, D): head heads[i]'s keys
-    of block blocks[i] (None: not all in warm, the estimates stay)."""
+    of block blocks[i], both (M,) long tensors (None: not all in warm, the estimates stay)."""
     H, _, n = score.shape
     m = min(n, shortlist)
     if m == 0:
@@ -38,7 +39,7 @@ def rescore_exactly(qg: torch.Tensor, score: torch.Tensor, shortlist: int, in_wa
         heads, blocks = heads[here], blocks[here]
         if not blocks.numel():
             return
-    keys = gather_keys(blocks.tolist(), heads.tolist())  # (M, T, D), head-major
+    keys = gather_keys(blocks, heads)  # (M, T, D), head-major
     if keys is None:
         return
     if every_one:  # one product per KV head over its m candidates, scattered back

@@ -40,6 +40,11 @@ SCENARIOS: dict[str, str] = {
     "scaleout": "pipelines.bench.scaleout:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
+# scenarios that take --variants -> "module:function" naming their variants
+VARIANT_NAMES: dict[str, str] = {
+    "ruler": "h3_runtime.bench.ruler:variant_names",
+    "decode": "h3_runtime.bench.decode:variant_names",
+}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -54,14 +59,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                  "seeds; default 1)")
     p.add_argument("--first-seed", type=int, help="ruler: the first of those seeds (default 0; "
                                                     "another range measures held-out prompts)")
-    p.add_argument("--lengths", type=_lengths, help="ruler: context lengths in tokens, comma-separated "
-                                                   "(default 4096,8192; the passkey part: 2048,4096,8192)")
+    p.add_argument("--lengths", type=_lengths, help="ruler, decode: context lengths in tokens, "
+                                                   "comma-separated (default 4096,8192; ruler's "
+                                                   "passkey part: 2048,4096,8192)")
     p.add_argument("--tasks", type=_tasks, help="ruler: the tasks to run, comma-separated, of "
                                                + ", ".join(TASK_CHOICES) + " (default: all; "
                                                "without 'passkey' its part is skipped)")
-    p.add_argument("--variants", type=_variants, help="ruler: the tiered variants to run beside full "
-                                                     "attention, comma-separated, named as in its "
-                                                     "report (e.g. h3_10%%,h3_5%%; default: all)")
+    p.add_argument("--variants", type=_variants, help="ruler, decode: the tiered variants to run "
+                                                     "beside full attention, comma-separated, named "
+                                                     "as in the scenario's report (e.g. "
+                                                     "h3_10%%,h3_5%%; default: all)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
 
 
@@ -86,12 +93,17 @@ def _tasks(text: str) -> list[str]:
     return names
 
 
-def _variants(text: str) -> list[str]:
-    """`--variants h3_10%,h3_5%` -> ["h3_10%", "h3_5%"], each a ruler variant's name."""
-    # imported here: the bench module loads torch, which `h3 --help` should not wait for
-    from h3_runtime.bench.ruler import PASSKEY_VARIANTS, RULER_VARIANTS
+def _scenario_variants(scenario: str) -> list[str]:
+    """The variant names a scenario that takes --variants knows."""
+    # imported here: the bench modules load torch, which `h3 --help` should not wait for
+    module_name, func_name = VARIANT_NAMES[scenario].split(":")
+    return getattr(importlib.import_module(module_name), func_name)()
 
-    choices = list(dict.fromkeys(v for v, *_ in (*RULER_VARIANTS, *PASSKEY_VARIANTS)))
+
+def _variants(text: str) -> list[str]:
+    """`--variants h3_10%,h3_5%` -> ["h3_10%", "h3_5%"], each a variant of a scenario that
+    takes them (`run` checks each scenario run has at least one of its own)."""
+    choices = list(dict.fromkeys(v for s in VARIANT_NAMES for v in _scenario_variants(s)))
     names = [x.strip() for x in text.split(",")]
     unknown = [x for x in names if x not in choices]
     if unknown:
@@ -101,13 +113,19 @@ def _variants(text: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    scenarios = args.scenario or DEFAULT_SCENARIOS
+    for name in scenarios if getattr(args, "variants", None) else ():
+        known = _scenario_variants(name) if name in VARIANT_NAMES else []
+        if not set(args.variants) & set(known):  # it would run no tiered variant, or ignore them
+            raise CliError(f"--variants {','.join(args.variants)}: scenario {name} has none of "
+                           f"them (its variants: {', '.join(known) or 'none, it takes no --variants'})")
     out = Path(args.out)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise CliError(f"cannot create --out {out}: {exc.strerror or exc}") from exc
     report: dict = {"started": time.strftime("%Y-%m-%dT%H:%M:%S"), "quick": args.quick, "scenarios": {}}
-    for name in args.scenario or DEFAULT_SCENARIOS:
+    for name in scenarios:
         module_name, func_name = SCENARIOS[name].split(":")
         log(f"bench: scenario {name} ...")
         t0 = time.perf_counter()

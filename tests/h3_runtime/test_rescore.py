@@ -42,8 +42,8 @@ def _keys() -> torch.Tensor:
 def _rescorer(s: BlockSummaries, warm: WarmTier, shortlist: int, seen: list | None = None):
     """The refine step decode passes to relevance (layer_store.py), over a real warm tier;
     `seen` receives a copy of the scores it leaves."""
-    def gather_keys(blocks: list[int], heads: list[int]) -> torch.Tensor | None:
-        got = warm.gather([BlockId(0, b) for b in blocks], heads, values=False)
+    def gather_keys(blocks: torch.Tensor, heads: torch.Tensor) -> torch.Tensor | None:
+        got = warm.gather(0, blocks, heads, values=False)
         return None if got is None else got[0]
 
     def refine(qg: torch.Tensor, score: torch.Tensor) -> None:

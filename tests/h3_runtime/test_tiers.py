@@ -247,7 +247,7 @@ def test_layer_slots_store_the_same_bytes_gathered_from_the_warm_arena_or_stacke
         warm.store(BlockId(0, b), make_block(b, shape=(H, T, 8)))
         blocks[b] = warm.load(BlockId(0, b))
     wanted = [[0, 3], [], [4, 1, 2]]
-    gather = (lambda bs, hs: warm.gather([BlockId(0, b) for b in bs], hs)) if from_arena else None
+    gather = (lambda bs, hs: warm.gather(0, bs, hs)) if from_arena else None
     slots.store(wanted, blocks, masked_prefix=2, masked_key=0, gather=gather)
     for h, want in enumerate(wanted):
         for b in want:
@@ -279,10 +279,12 @@ def test_warm_arena_grows_reuses_rows_and_keeps_every_block():
     assert warm.reserved_bytes == 100 * one
     assert all(torch.equal(warm.load(BlockId(2, b)).keys, make_block(b).keys)
                for b in range(10, 40))
-    keys, values = warm.gather([BlockId(2, 20), BlockId(2, 105)], [2, 0])
+    keys, values = warm.gather(2, [20, 105], [2, 0])
     assert torch.equal(keys[0], make_block(20).keys[2]) and torch.equal(values[1], make_block(105).values[0])
-    assert warm.gather([BlockId(2, 20), BlockId(3, 0)], [0, 0]) is None
-    assert warm.gather([BlockId(2, 20), BlockId(2, 5)], [0, 0]) is None  # 5 was dropped
+    assert warm.gather(2, [20, 5], [0, 0]) is None  # 5 was dropped
+    assert warm.gather(2, [20, 4000], [0, 0]) is None  # never stored
+    assert warm.gather(2, torch.tensor([105]), torch.tensor([1]), values=False)[1] is None
+    assert torch.equal(warm.gather(3, [0], [1])[0][0], make_block(7).keys[1])  # its own arena
     for b in range(1, 16):  # layer 3 fills its 16 rows; the capacity is all reserved: no 17th
         warm.store(BlockId(3, b), make_block(b))
     with pytest.raises(TierFullError):

@@ -102,3 +102,48 @@ def test_bench_ruler_runs_only_the_variants_named(tmp_path, monkeypatch):
     ran.clear()
     ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=["fwe"])  # default: every variant
     assert [names for _, names in ran] == [[name for name, *_ in ruler.RULER_VARIANTS]]
+
+
+def test_bench_rejects_variants_a_chosen_scenario_does_not_have():
+    """A ruler-only variant with the decode scenario (or any with a scenario without variants)
+    is refused naming the scenario, before anything runs."""
+    for scenario, variant in (("decode", "h3_5%"), ("ruler", "h3_10%_sketches_only"),
+                              ("needle", "h3_10%")):
+        out = subprocess.run(
+            [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", scenario,
+             "--variants", variant, "--out", "/nonexistent/never-created"],
+            capture_output=True, text=True,
+        )
+        assert out.returncode == 2, out.stderr
+        assert "--variants" in out.stderr and f"scenario {scenario}" in out.stderr, out.stderr
+
+
+def test_bench_decode_runs_only_the_variants_and_lengths_named(tmp_path, monkeypatch):
+    """--variants and --lengths reach run_decode: beside full attention only the named H3
+    variants are timed, at the named lengths."""
+    import types
+
+    import h3_runtime.bench.decode as decode
+    from pipelines.cli.bench import _variants
+
+    timed: list[int] = []  # the prompt length of each H3 run
+    fake_engine = types.SimpleNamespace(
+        model=None, tokenizer=types.SimpleNamespace(decode=lambda ids, **kw: "x"),
+        bytes_per_token_layer=1, n_layers=1, decode_step_seconds=[0.1, 0.1],
+        config=types.SimpleNamespace(runtime=types.SimpleNamespace(decode_reselect_every=3)),
+        stats=lambda: {"decode_tokens": 2}, new_cache=lambda: None)
+    monkeypatch.setattr(decode, "H3Engine", lambda **kw: fake_engine)
+    monkeypatch.setattr(decode, "passkey_prompt", lambda tok, n, depth, key: list(range(n)))
+    monkeypatch.setattr(decode, "full_attention", lambda model, ids, n, keep: None)
+    monkeypatch.setattr(decode, "full_decode", lambda model, kv, ids, n_new: ([1], 1.0))
+
+    def fake_run_variant(engine, ids, n_new, kv):
+        timed.append(len(ids))
+        return {"decode_s": 0.2, "hot_peak_bytes": 1, "hot_budget_bytes": 2, "ids": [1]}
+
+    monkeypatch.setattr(decode, "run_variant", fake_run_variant)
+    report = decode.run_decode(tmp_path, False, lengths=[3000],
+                               variants=_variants("h3_10%,h3_10%_sketches_only"))
+    assert report["variants"] == ["full", "full_24_tokens", "h3_10%", "h3_10%_sketches_only"]
+    assert [row["length"] for row in report["rows"]] == [3000]
+    assert timed == [3000] * 2 * report["rows"][0]["rounds"]
