@@ -91,12 +91,13 @@ class H3Cache(Cache):
         """The chained prefix hash of each complete block seen so far."""
         return self.block_keys.prefix_hashes()
 
-    def exact_fits(self, new_tokens: int) -> bool:
-        """Whether all KV after `new_tokens` more, plus one layer's transient, fits the budget."""
+    def exact_fits(self, new_tokens: int, batch: int = 1) -> bool:
+        """Whether all KV after `new_tokens` more, plus one layer's transient, fits the budget
+        (for `batch` sequences side by side)."""
         if not self.exact_allowed or self.sparse:
             return False
         n = self.get_seq_length()
-        bpt = self.geometry.bytes_per_token_layer
+        bpt = self.geometry.bytes_per_token_layer * batch
         need = (n + new_tokens) * bpt * len(self.layers) + max(n, self.geometry.chunk_tokens) * bpt
         return need <= self.pool.budget_bytes
 
@@ -129,8 +130,13 @@ class H3Cache(Cache):
         layer = self.layers[layer_idx]
         if not layer.is_initialized:
             layer.lazy_initialization(key_states, value_states)
-        q = key_states.shape[-2]
-        if layer_idx == 0 and not self.sparse and not self.exact_fits(q):
+        q, batch = key_states.shape[-2], key_states.shape[0]
+        if layer_idx == 0 and not self.sparse and not self.exact_fits(q, batch):
+            if batch > 1:  # (else the exact KV's reservation fails with a budget error instead)
+                raise ValueError(
+                    f"H3: a batch of {batch} sequences needs the tiered mode (its KV does not fit "
+                    f"the hot budget of {self.pool.budget_bytes} B), which serves one sequence "
+                    f"at a time: run the {batch} prompts one by one")
             self.sparse = True
             # every layer leaves exact mode now, one after the other (each frees its exact KV
             # before reserving its buffers), so no exact KV is left hot while a layer attends
@@ -218,8 +224,12 @@ class H3Cache(Cache):
             layer.store.reserve_warm(len(self.token_ids), len(self.layers))
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
 
+    @torch.inference_mode()
     def release(self) -> None:
-        """Frees everything this cache holds in hot and warm (cold files stay for reuse)."""
+        """Frees everything this cache holds in hot and warm (cold files stay for reuse). In
+        inference mode: a cache filled by `H3Engine.generate` (inference mode) holds inference
+        tensors, which the release updates in place, and is often retired from outside it (the
+        wrapped model's own `generate` runs under no_grad and starts a new cache)."""
         for layer in self.layers:
             if layer.store is not None:
                 layer.store.release()

@@ -71,9 +71,14 @@ def fit_key_basis(model, ids: torch.Tensor) -> torch.Tensor:
     the rank-r subspace that keeps most of the keys' energy, so of q.k. (n_layers, H_kv, D, r)."""
     previous = model.config._attn_implementation
     model.set_attn_implementation("sdpa")
+    # the class's own forward: `model.forward` may be an engine's wrap_forward already, which
+    # would build a tiered cache, which needs this basis (a user who wraps the model before
+    # anything else runs fits it here: without this, an endless recursion)
+    forward = type(model).forward.__get__(model)
     try:
         cache = DynamicCache(config=model.config)
-        model(ids.to(next(model.parameters()).device), cache=cache, use_cache=True, logits_to_keep=1)
+        forward(input_ids=ids.to(next(model.parameters()).device), cache=cache, use_cache=True,
+                logits_to_keep=1)
     finally:
         model.set_attn_implementation(previous)
     out = []

@@ -29,6 +29,7 @@ SCENARIOS: dict[str, str] = {
     "scale": "h3_runtime.bench.needle:run_scale",
     "decode": "h3_runtime.bench.decode:run_decode",
     "ruler": "h3_runtime.bench.ruler:run_ruler",
+    "passkey_api": "h3_runtime.bench.passkey_api:run_passkey_api",
     "prefill": "h3_runtime.bench.prefill:run_prefill",
     "docs": "pipelines.bench.seed:run_docs",
     "code": "pipelines.bench.seed:run_code",
@@ -55,13 +56,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
     p.add_argument("--home", help="filings, embedding_engines: this H3_HOME, which holds the corpus, "
                                   "instead of ingesting it into a fresh one")
-    p.add_argument("--samples", type=int, help="ruler: samples per task and length (different "
-                                                 "seeds; default 1)")
-    p.add_argument("--first-seed", type=int, help="ruler: the first of those seeds (default 0; "
-                                                    "another range measures held-out prompts)")
-    p.add_argument("--lengths", type=_lengths, help="ruler, decode: context lengths in tokens, "
-                                                   "comma-separated (default 4096,8192; ruler's "
-                                                   "passkey part: 2048,4096,8192)")
+    p.add_argument("--samples", type=_at_least_one, help="ruler, passkey_api: samples per task (or "
+                                                 "depth) and length (different seeds; default 1)")
+    p.add_argument("--first-seed", type=int, help="ruler, passkey_api: the first of those seeds "
+                                                    "(default 0, passkey_api 21; another range "
+                                                    "measures held-out prompts)")
+    p.add_argument("--lengths", type=_lengths, help="ruler, decode, passkey_api: context lengths "
+                                                   "in tokens, comma-separated (default 4096,8192; "
+                                                   "ruler's passkey part: 2048,4096,8192; "
+                                                   "passkey_api: 2400,4700)")
     p.add_argument("--tasks", type=_tasks, help="ruler: the tasks to run, comma-separated, of "
                                                + ", ".join(TASK_CHOICES) + " (default: all; "
                                                "without 'passkey' its part is skipped)")
@@ -70,6 +73,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                                      "as in the scenario's report (e.g. "
                                                      "h3_10%%,h3_5%%; default: all)")
     p.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
+
+
+def _at_least_one(text: str) -> int:
+    """`--samples 3` -> 3; 0 or less would run nothing and write an empty report."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be >= 1")
+    return value
 
 
 def _lengths(text: str) -> list[int]:
@@ -133,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         params = inspect.signature(func).parameters
         extra = {opt: getattr(args, opt)
                  for opt in ("home", "samples", "first_seed", "lengths", "tasks", "variants")
-                 if getattr(args, opt, None) and opt in params}
+                 if getattr(args, opt, None) is not None and opt in params}  # (--first-seed 0 too)
         try:
             result = func(out, args.quick, **extra)
         except FileNotFoundError as exc:  # a corpus or model folder the scenario needs is absent

@@ -35,6 +35,55 @@ def test_greedy_equals_dynamic_cache_tiny_llama(cold_dir, seed):
     assert engine.stats()["hot_peak_bytes"] <= engine.budget_bytes
 
 
+def test_wrapping_first_on_a_fresh_home_fits_the_key_basis_without_recursing(cold_dir):
+    """The documented first use: wrap the model, then call its own generate, with no key basis
+    cached under H3_HOME yet. Fitting the basis runs the model, which must not go through the
+    wrapped forward (that builds a tiered cache, which needs the basis: RecursionError)."""
+    model = tiny_llama(layers=3, seed=2)
+    ids = torch.randint(0, 128, (1, 120), generator=torch.Generator().manual_seed(2))
+    ref = greedy_dynamic(model, ids, 12)
+    engine = H3Engine(model=model, hbm_size_gb=0.01, cold_storage_path=cold_dir)
+    model.forward = engine.wrap_forward(model.forward)
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=12, do_sample=False)
+    assert out[0, 120:].tolist() == ref
+    assert engine.key_basis.ndim == 4  # fitted on the way, once
+
+
+def test_a_cache_made_in_inference_mode_is_released_outside_it(cold_dir):
+    """`engine.generate` runs in inference mode; the wrapped model's own `generate` (no_grad)
+    afterwards retires that cache, whose tier tensors are inference tensors: releasing them
+    must not update them in place outside inference mode (RuntimeError)."""
+    model = tiny_llama(layers=2, seed=5)
+    ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(5))
+    budget = kv_bytes_per_token(model) * 120  # sparse: warm arenas, sketches, slots
+    engine = H3Engine(model=model, hbm_size_gb=budget / 2**30, cold_storage_path=cold_dir,
+                      config={"runtime": {"block_tokens": 16, "recent_tokens": 16,
+                                          "prefill_chunk_tokens": 32}})
+    first = engine.generate(ids, max_new_tokens=8, return_ids=True)
+    assert engine.stats()["mode"] == "sparse"
+    model.forward = engine.wrap_forward(model.forward)
+    with torch.no_grad():
+        out = model.generate(ids, max_new_tokens=8, do_sample=False)[0, 400:].tolist()
+    assert out == first  # the same question on a fresh cache: the same tokens
+    engine.new_cache()  # and that one, made outside inference mode, released again
+
+
+def test_a_batch_that_needs_the_tiers_is_refused_with_the_reason(cold_dir):
+    """Exact mode takes a batch while its KV fits; past that the tiers serve one sequence at a
+    time, and the error says so (not a hot-budget figure the user cannot act on)."""
+    model = tiny_llama(layers=2, seed=6)
+    ids = torch.randint(0, 128, (2, 300), generator=torch.Generator().manual_seed(6))
+    engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 400 / 2**30,
+                      cold_storage_path=cold_dir)  # one sequence's 300 tokens fit, two do not
+    model.forward = engine.wrap_forward(model.forward)
+    with torch.no_grad(), pytest.raises(ValueError, match="batch of 2 sequences.*one by one"):
+        model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=4, do_sample=False)
+    with torch.no_grad():  # one at a time is served
+        out = model.generate(ids[:1], max_new_tokens=4, do_sample=False)
+    assert out.shape == (1, 304)
+
+
 def test_sparse_path_with_all_blocks_hot_matches_full_attention(cold_dir):
     model = tiny_llama(layers=2)
     ids = torch.randint(0, 128, (1, 300), generator=torch.Generator().manual_seed(3))

@@ -118,6 +118,32 @@ def test_bench_rejects_variants_a_chosen_scenario_does_not_have():
         assert "--variants" in out.stderr and f"scenario {scenario}" in out.stderr, out.stderr
 
 
+def test_bench_refuses_a_sample_count_below_one_and_passes_seed_zero(tmp_path, monkeypatch):
+    """--samples 0 would run nothing and write an empty report: refused by argparse (exit 2,
+    naming the flag). --first-seed 0 reaches the scenario (a falsy value was dropped before,
+    leaving passkey_api on its own default, 21)."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", "ruler",
+         "--samples", "0", "--out", "/nonexistent/never-created"],
+        capture_output=True, text=True,
+    )
+    assert out.returncode == 2 and "--samples" in out.stderr and ">= 1" in out.stderr, out.stderr
+
+    import h3_runtime.bench.passkey_api as passkey_api
+    from pipelines.cli.main import main
+
+    seen = {}
+
+    def fake(out_dir, quick, samples=1, first_seed=21, lengths=None):  # run_passkey_api's own
+        seen.update(samples=samples, first_seed=first_seed, lengths=lengths)
+        return {"rows": []}
+
+    monkeypatch.setattr(passkey_api, "run_passkey_api", fake)
+    assert main(["bench", "--scenario", "passkey_api", "--first-seed", "0",
+                 "--out", str(tmp_path)]) == 0
+    assert seen == {"samples": 1, "first_seed": 0, "lengths": None}
+
+
 def test_bench_decode_runs_only_the_variants_and_lengths_named(tmp_path, monkeypatch):
     """--variants and --lengths reach run_decode: beside full attention only the named H3
     variants are timed, at the named lengths."""
