@@ -233,12 +233,22 @@ class H3Engine:
         return type(self.model).forward.__get__(self.model)
 
     def _ids(self, prompt) -> torch.Tensor:
+        """The prompt as (1, n) token ids: text through the tokenizer, or ids as given."""
         if isinstance(prompt, str):
             if self.tokenizer is None:
                 raise ValueError("a text prompt needs a tokenizer")
-            return self.tokenizer(prompt, return_tensors="pt").input_ids
-        ids = torch.as_tensor(prompt)
-        return ids[None] if ids.ndim == 1 else ids
+            ids = self.tokenizer(prompt, return_tensors="pt").input_ids
+        else:
+            ids = torch.as_tensor(prompt)
+            ids = ids[None] if ids.ndim == 1 else ids
+        # (caught here: past this point an empty or non-integer prompt fails deep in torch,
+        # e.g. "cannot reshape tensor of 0 elements", naming neither the prompt nor the reason)
+        if ids.numel() == 0:
+            raise ValueError("empty prompt: nothing to generate from (give at least one token)")
+        if ids.is_floating_point() or ids.dtype == torch.bool or ids.ndim != 2:
+            raise ValueError(f"prompt: expected token ids (integers, shape (n,) or (1, n)), got "
+                             f"{ids.dtype} of shape {tuple(ids.shape)}")
+        return ids
 
     @torch.inference_mode()
     def warmup_tokens(self, n_tokens: int) -> dict:

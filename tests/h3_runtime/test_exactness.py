@@ -84,6 +84,26 @@ def test_a_batch_that_needs_the_tiers_is_refused_with_the_reason(cold_dir):
     assert out.shape == (1, 304)
 
 
+@pytest.mark.parametrize("prompt", [[], torch.zeros(0, dtype=torch.long), "", [0.5, 1.5]])
+def test_an_empty_or_non_integer_prompt_is_refused_naming_it(cold_dir, prompt):
+    """Caught before the model runs, with the reason (not a reshape error from inside torch)."""
+    engine = H3Engine(model=tiny_llama(layers=2), hbm_size_gb=0.001, cold_storage_path=cold_dir,
+                      tokenizer=_NoTokens())
+    with pytest.raises(ValueError, match="prompt"):
+        engine.generate(prompt, max_new_tokens=2)
+
+
+class _NoTokens:
+    """A tokenizer that turns any text into no tokens (as some do with an empty string)."""
+
+    eos_token_id = None
+
+    def __call__(self, text, **kwargs):
+        import types
+
+        return types.SimpleNamespace(input_ids=torch.zeros(1, 0, dtype=torch.long))
+
+
 def test_sparse_path_with_all_blocks_hot_matches_full_attention(cold_dir):
     model = tiny_llama(layers=2)
     ids = torch.randint(0, 128, (1, 300), generator=torch.Generator().manual_seed(3))
