@@ -60,6 +60,20 @@ def test_monitor_dumps_scheduler_state(capsys, tmp_path):
     assert "migrations" in stats and "prefetches" in stats and "hot_hit_rate" in stats
 
 
+def test_monitor_says_why_the_tiers_are_empty_when_the_warm_up_fits(capsys, tmp_path):
+    """A warm-up whose KV fits the hot budget stays exact: the dump is empty by design, and
+    stderr says so and how to see the tiers at work."""
+    folder = tmp_path / "tiny"
+    tiny_llama(layers=2).save_pretrained(folder)
+    config = tmp_path / "h3.yaml"
+    config.write_text(f"runtime:\n  cold_storage_path: {tmp_path / 'kv'}\n")
+    assert main(["monitor", "--dump-scheduler-state", "--model", str(folder), "--tokens", "64",
+                 "--hbm-size-gb", "0.05", "--config", str(config), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["stats"]["mode"] == "exact"
+    assert "fits the hot budget" in captured.err and "--hbm-size-gb" in captured.err
+
+
 def test_monitor_bad_model_path(capsys, tmp_path):
     assert main(["monitor", "--model", str(tmp_path / "nope")]) == 2
     assert "does not exist" in capsys.readouterr().err
