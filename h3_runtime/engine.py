@@ -36,7 +36,7 @@ from h3_runtime.kvcache.sparse_attention import (
 )
 from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.tiers import WarmTier
-from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model
+from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model, own_forward
 from h3_runtime.scheduler.ahas import AhasScheduler
 from h3_runtime.state import scheduler_state
 
@@ -230,7 +230,7 @@ class H3Engine:
 
     def _raw_forward(self) -> Callable:
         """The model's own forward even if it was wrapped (generate() does its own chunking)."""
-        return type(self.model).forward.__get__(self.model)
+        return own_forward(self.model)
 
     def _ids(self, prompt) -> torch.Tensor:
         """The prompt as (1, n) token ids: text through the tokenizer, or ids as given."""

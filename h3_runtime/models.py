@@ -35,6 +35,12 @@ def default_model_dir() -> Path:
     return under_home("models", DEFAULT_DIRNAME)
 
 
+def own_forward(model: PreTrainedModel):
+    """The model class's own forward bound to `model`, bypassing an instance-level `forward`
+    (e.g. `H3Engine.wrap_forward`, which builds a tiered cache around each call)."""
+    return type(model).forward.__get__(model)
+
+
 def ensure_default_model() -> Path:
     """The converted default model's folder; converts it from the GGUF file on first use."""
     out = default_model_dir()

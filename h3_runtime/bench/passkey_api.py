@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from h3_runtime.bench.ruler import retention
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import passkey, string_match_all
 
@@ -34,6 +35,12 @@ FIRST_SEED = 21  # the ruler bench's passkey part uses seeds from 0: these promp
 def _generate(model, ids: torch.Tensor) -> list[int]:
     out = model.generate(ids, max_new_tokens=MAX_NEW, do_sample=False)
     return out[0, ids.shape[1]:].tolist()
+
+
+def _scored(tok, new: list[int], answers: list[str]) -> dict:
+    """An answer's text (as the ruler bench keeps it) and its RULER string-match score."""
+    text = tok.decode(new, skip_special_tokens=True)
+    return {"text": text, "score": string_match_all(text, answers)}
 
 
 def _h3_answer(model, tok, ids: torch.Tensor, full_kv: int, frac: float,
@@ -76,26 +83,21 @@ def run_passkey_api(out_dir: Path, quick: bool, samples: int = 1, first_seed: in
                 model.set_attn_implementation("sdpa")
                 full = _generate(model, ids)
                 row = {"length": len(s.ids), "depth": depth, "seed": seed, "passkey": s.answers[0],
-                       "full": {"text": tok.decode(full, skip_special_tokens=True),
-                                "score": string_match_all(tok.decode(full), s.answers)}}
+                       "full": _scored(tok, full, s.answers)}
                 for name, frac in BUDGETS:
                     new, info = _h3_answer(model, tok, ids, full_kv, frac, kv_dir)
-                    row[name] = {"text": tok.decode(new, skip_special_tokens=True),
-                                 "score": string_match_all(tok.decode(new), s.answers),
-                                 "same_as_full": new == full, **info}
+                    row[name] = {**_scored(tok, new, s.answers), "same_as_full": new == full, **info}
                 print(f"bench passkey_api {len(s.ids)} depth {depth}: full {row['full']['score']:.0f} "
                       + ", ".join(f"{v} {row[v]['score']:.0f}" for v, _ in BUDGETS),
                       file=sys.stderr, flush=True)
                 rows.append(row)
     names = [v for v, _ in BUDGETS]
     solved = [r for r in rows if r["full"]["score"] > 0]
-    full_sum = sum(r["full"]["score"] for r in solved)
     return {
         "model": "SmolLM2-135M-Instruct (fp32)", "path": "model.generate via engine.wrap_forward",
         "lengths": lengths, "depths": list(depths), "seeds": list(range(first_seed, first_seed + samples)),
         "prompts": len(rows), "prompts_full_solves": len(solved),
-        "retention_vs_full": {v: round(sum(r[v]["score"] for r in solved) / full_sum, 3)
-                              if full_sum else None for v in names},
+        "retention_vs_full": retention(solved, names),
         "identical_to_full": {v: sum(r[v]["same_as_full"] for r in solved) for v in names},
         "h3_seconds_median": {v: round(statistics.median(r[v]["seconds"] for r in rows), 2)
                               for v in names},

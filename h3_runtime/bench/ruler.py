@@ -203,7 +203,7 @@ def summarise(rows: list[dict], names: list[str]) -> dict:
             tr = [r for r in at if r["task"] == task]
             per_task[task] = {v: round(statistics.mean(r[v]["score"] for r in tr), 3)
                               for v in ["full", *names]}
-        ret, ret_decisive = _retention(solved, names), _retention(decisive := [
+        ret, ret_decisive = retention(solved, names), retention(decisive := [
             r for r in solved if (r["full"].get("answer_margin") or 0) >= DECISIVE_MARGIN], names)
         resident = {v: round(statistics.mean(r[v]["resident_kv_bytes"] / r["full_kv_bytes"]
                                              for r in at if "resident_kv_bytes" in r[v]), 3)
@@ -221,7 +221,7 @@ def summarise(rows: list[dict], names: list[str]) -> dict:
     return out
 
 
-def _retention(rows: list[dict], names: list[str]) -> dict:
+def retention(rows: list[dict], names: list[str]) -> dict:
     """Mean variant score / mean full-attention score over `rows`, per variant."""
     full_sum = sum(r["full"]["score"] for r in rows)
     return {v: round(sum(r[v]["score"] for r in rows) / full_sum, 3) if full_sum else None

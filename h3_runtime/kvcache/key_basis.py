@@ -24,6 +24,7 @@ import torch
 from transformers import DynamicCache
 
 from h3_runtime.home import under_home
+from h3_runtime.models import own_forward
 
 log = logging.getLogger("h3_runtime")
 
@@ -74,7 +75,7 @@ def fit_key_basis(model, ids: torch.Tensor) -> torch.Tensor:
     # the class's own forward: `model.forward` may be an engine's wrap_forward already, which
     # would build a tiered cache, which needs this basis (a user who wraps the model before
     # anything else runs fits it here: without this, an endless recursion)
-    forward = type(model).forward.__get__(model)
+    forward = own_forward(model)
     try:
         cache = DynamicCache(config=model.config)
         forward(input_ids=ids.to(next(model.parameters()).device), cache=cache, use_cache=True,

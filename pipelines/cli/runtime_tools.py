@@ -57,11 +57,12 @@ def _monitor(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from exc
     log(f"monitor: warm-up of {args.tokens} tokens ...")
     engine.warmup_tokens(args.tokens)
-    if engine.stats()["mode"] == "exact":  # an empty state is not a broken one: say why
+    stats = engine.stats()
+    if stats["mode"] == "exact":  # an empty state is not a broken one: say why
         log(f"monitor: the warm-up's KV ({args.tokens} tokens) fits the hot budget, so no block "
             "left it (exact mode: nothing in warm or cold); raise --tokens or lower "
             "--hbm-size-gb to see the tiers at work")
-    state = engine.dump_scheduler_state() if args.dump_scheduler_state else engine.stats()
+    state = engine.dump_scheduler_state() if args.dump_scheduler_state else stats
     emit(state, args.json, human=json.dumps(state, indent=2, default=str))
     return 0
 
