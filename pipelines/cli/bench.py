@@ -64,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lengths", type=_lengths, help="ruler, decode, passkey_api: context lengths "
                                                    "in tokens, comma-separated (default 4096,8192; "
                                                    "ruler's passkey part: 2048,4096,8192; "
-                                                   "passkey_api: 2400,4700)")
+                                                   "passkey_api: 2400,4700,7800)")
     p.add_argument("--tasks", type=_tasks, help="ruler: the tasks to run, comma-separated, of "
                                                + ", ".join(TASK_CHOICES) + " (default: all; "
                                                "without 'passkey' its part is skipped)")
