@@ -104,17 +104,24 @@ def test_bench_ruler_runs_only_the_variants_named(tmp_path, monkeypatch):
     assert [names for _, names in ran] == [[name for name, *_ in ruler.RULER_VARIANTS]]
 
 
-def test_bench_rejects_variants_a_chosen_scenario_does_not_have():
+def test_bench_rejects_variants_a_chosen_scenario_does_not_have(tmp_path):
     """A ruler-only variant with the decode scenario (or any with a scenario without variants)
-    is refused naming the scenario, before anything runs."""
-    for scenario, variant in (("decode", "h3_2.5%"), ("ruler", "h3_10%_sketches_only"),
-                              ("needle", "h3_10%")):
+    is refused naming the scenario, before anything runs (nothing is written to --out)."""
+    from h3_runtime.bench import decode, ruler
+
+    cases = (("decode", "h3_2.5%"), ("ruler", "h3_10%_sketches_only"), ("needle", "h3_10%"))
+    # the premise: each variant belongs to another scenario, not to the one it is given to
+    assert "h3_2.5%" in ruler.variant_names() and "h3_2.5%" not in decode.variant_names()
+    assert "h3_10%_sketches_only" not in ruler.variant_names()
+    for scenario, variant in cases:
+        out_dir = tmp_path / scenario
         out = subprocess.run(
             [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", scenario,
-             "--variants", variant, "--out", "/nonexistent/never-created"],
-            capture_output=True, text=True,
+             "--variants", variant, "--out", str(out_dir)],
+            capture_output=True, text=True, timeout=300,  # a refusal is immediate
         )
         assert out.returncode == 2, out.stderr
+        assert not out_dir.exists()
         assert "--variants" in out.stderr and f"scenario {scenario}" in out.stderr, out.stderr
 
 
