@@ -22,8 +22,10 @@ def tiny_llama(layers: int = 2, kv_heads: int = 2, heads: int = 4, hidden: int =
 
 
 def kv_bytes_per_token(model) -> int:
+    """Float32 K and V bytes of one token over every layer (any config with GQA fields)."""
     c = model.config
-    return 2 * c.num_hidden_layers * c.num_key_value_heads * (c.hidden_size // c.num_attention_heads) * 4
+    head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
+    return 2 * c.num_hidden_layers * c.num_key_value_heads * head_dim * 4
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoModelForCausalLM, DynamicCache
 
 from h3_runtime.engine import H3Engine
 from h3_runtime.models import ModelLoadError
+from tests.h3_runtime.conftest import kv_bytes_per_token
 
 ARCHITECTURES = {
     "qwen2": {},
@@ -31,11 +32,6 @@ def tiny(model_type: str, seed: int = 0, **extra):
                                num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
                                head_dim=16, max_position_embeddings=4096, **extra)
     return AutoModelForCausalLM.from_config(cfg).eval()
-
-
-def kv_bytes_per_token(model) -> int:
-    c = model.config
-    return 2 * c.num_hidden_layers * c.num_key_value_heads * c.head_dim * 4
 
 
 @pytest.mark.parametrize("arch", sorted(ARCHITECTURES))

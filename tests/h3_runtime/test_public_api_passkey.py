@@ -11,6 +11,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from h3_runtime.engine import H3Engine
 from h3_runtime.evals.ruler_tasks import passkey
+from tests.h3_runtime.conftest import kv_bytes_per_token
 
 pytestmark = pytest.mark.slow
 
@@ -25,7 +26,7 @@ def test_wrapped_generate_finds_the_passkey_at_10_percent(default_model_dir, tmp
         full = model.generate(ids, max_new_tokens=12, do_sample=False)[0, ids.shape[1]:].tolist()
     assert sample.answers[0] in tok.decode(full)  # full attention finds it: the reference
 
-    full_kv = ids.shape[1] * 2 * 30 * 3 * 64 * 4  # layers, KV heads, head dim, float32
+    full_kv = ids.shape[1] * kv_bytes_per_token(model)
     engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=0.1 * full_kv / 2**30,
                       cold_storage_path=tmp_path / "kv")
     model.forward = engine.wrap_forward(model.forward)
