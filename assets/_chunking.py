@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections import defaultdict
 from collections.abc import Callable
 
 SKIP_IN_CHUNKS = ("header", "footer")  # running heads and page numbers only add noise
+# A "header" whose text (digits aside) is on this many pages, or on every page, is a running
+# head; on fewer it is the page's own heading, which the layout model also calls "header" when
+# it sits at the top of a page (a 10-K's "CONSOLIDATED STATEMENTS OF CASH FLOWS", "Item 1A. Risk
+# Factors": 24 of the 28 distinct header texts of Netflix's 2015 10-K, all left out of chunks)
+RUNNING_HEAD_PAGES = 3
+HEADING_MAX_WORDS = 12
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+")
 
 
@@ -116,10 +123,43 @@ def _split_words(text: str, count: Callable[[str], int], max_tokens: int) -> lis
     return pieces
 
 
+def _head_key(text: str) -> str:
+    """A header's text as repeated from page to page: case, spacing and numbers aside."""
+    return re.sub(r"\d+", "#", " ".join(text.split()).lower())
+
+
+def _heading_like(text: str) -> bool:
+    """A short line that reads as a heading ("Item 7. Management's Discussion", "5. Balance
+    Sheet Components"), not a label or a sentence ("(in thousands)", "Other data:", "None.")."""
+    words = text.split()
+    return (0 < len(words) <= HEADING_MAX_WORDS and (words[0][0].isupper() or words[0][0].isdigit())
+            and not text.rstrip().endswith((".", ":", ",", ";")))
+
+
+def page_headings(regions: list[dict]) -> dict[str, str]:
+    """region_id -> the kind ("title" or "text") each "header" region that is not a running head
+    is chunked as (module constants): its page's heading, kept in the chunks and naming the
+    section, where a running head ("Table of Contents", the company name, page numbers) is
+    left out. A one-page document's headers stay headers (nothing to compare them with)."""
+    heads = [r for r in regions if r["kind"] == "header" and r["text"].strip()]
+    pages_of: dict[str, set[int]] = defaultdict(set)
+    for r in heads:
+        pages_of[_head_key(r["text"])].add(r["page"])
+    n_pages = len({r["page"] for r in regions})
+    kinds = {}
+    for r in heads:
+        on = len(pages_of[_head_key(r["text"])])
+        if on < RUNNING_HEAD_PAGES and on < n_pages:
+            kinds[r["region_id"]] = "title" if _heading_like(r["text"].strip()) else "text"
+    return kinds
+
+
 def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
                  max_tokens: int = 256) -> list[dict]:
     """Section-aware chunks: a title starts a new chunk and names the section; tables and figures
     are chunks of their own; a chunk never crosses a page, so its page and bbox are exact.
+    Running heads and footers are left out; a page's own heading labelled "header" is kept
+    (`page_headings`).
 
     `count` must be (about) additive over whitespace joins, as word-piece and word counts are:
     a growing chunk's size is the running sum of its parts' counts, not a re-count of its text
@@ -146,7 +186,10 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
 
     last_page = None
     above: list[dict] = []  # this page's text regions so far: a table's title and column heads
+    headings = page_headings(regions)
     for region in regions:
+        if region["region_id"] in headings:
+            region = {**region, "kind": headings[region["region_id"]]}
         text = region["text"].strip()
         if region["page"] != last_page:
             flush()

@@ -100,3 +100,36 @@ def test_table_chunks_carry_title_section_and_header_rows():
         assert "far above" not in c["text"] and "| $ |" not in c["text"]
     rows = [ln for c in tables for ln in c["text"].splitlines()[5:]]
     assert rows == [f"| Segment {i} | {i}00 | {i}50 |" for i in range(12)]
+
+
+def test_a_pages_own_heading_labelled_header_is_kept_and_running_heads_are_not():
+    """The layout model calls a statement's title at the top of a 10-K page "header", like the
+    running heads: the title (on one page) names the section and leads its table's chunk; the
+    running heads (on every page, page numbers aside) and labels stay out."""
+    table = "| Revenues | 6,779,511 |\n|---|---|\n| Net income | 122,641 |"
+    regions = []
+    for page in (1, 2, 3, 4):
+        regions += [region(0, page, "header", "Table of Contents"),
+                    region(1, page, "header", f"ACME CORP  {page}", 5)]
+    regions += [region(2, 1, "text", "Our business sells widgets.", 20),
+                region(2, 2, "header", "CONSOLIDATED STATEMENTS OF OPERATIONS", 20),
+                region(3, 2, "header", "(in thousands)", 32), region(4, 2, "table", table, 45),
+                region(2, 3, "header", "Item 1A. Risk Factors", 20),
+                region(3, 3, "text", "Competition may hurt us.", 35),
+                region(2, 4, "text", "More risks.", 20)]
+    regions.sort(key=lambda r: (r["page"], r["bbox"][1]))
+    chunks = build_chunks("d", regions, words, max_tokens=60)
+    every = "\n".join(c["text"] for c in chunks)
+    assert "Table of Contents" not in every and "ACME" not in every
+    (stmt,) = [c for c in chunks if c["kind"] == "table"]
+    assert stmt["page"] == 2 and stmt["section"] == "CONSOLIDATED STATEMENTS OF OPERATIONS"
+    assert stmt["text"].startswith("CONSOLIDATED STATEMENTS OF OPERATIONS\n(in thousands)\n| Revenues")
+    risk = [c for c in chunks if c["page"] == 3]
+    assert [(c["section"], c["text"]) for c in risk] == [
+        ("Item 1A. Risk Factors", "Item 1A. Risk Factors\nCompetition may hurt us.")]
+    assert [c["section"] for c in chunks if c["page"] == 4] == ["Item 1A. Risk Factors"]
+
+
+def test_a_one_page_documents_headers_stay_out():
+    regions = [region(0, 1, "header", "ACME CORP"), region(1, 1, "text", "alpha beta", 20)]
+    assert [c["text"] for c in build_chunks("d", regions, words, max_tokens=50)] == ["alpha beta"]

@@ -122,3 +122,34 @@ def test_a_logo_on_a_shaded_backdrop_is_found_and_the_backdrop_is_not_a_figure()
     text = [list(b[:4]) for b in page.get_text("blocks")]
     boxes = [b for b, _ in figure_boxes(page, [], text, [])]
     assert len(boxes) == 1 and iou(boxes[0], [150, 272, 178, 288]) >= 0.6, boxes
+
+
+def test_a_model_figure_that_is_only_text_or_a_ruled_table_is_left_out():
+    """SEC filings: the layout model calls paragraphs and ruled, shaded statements "figure".
+    A model box with no image and no curve or slanted line in it, mostly covered by text, is
+    not a figure; a chart (a polyline and its labels) and a picture under a model box are."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    para = "We acquire, license and produce content, including original programming. " * 6
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 180), para, fontsize=10)  # a paragraph
+    shape = page.new_shape()  # a statement: shaded rows and rules under its numbers
+    for i in range(6):
+        y = 220 + 18 * i
+        if i % 2:
+            shape.draw_rect(pymupdf.Rect(72, y, 540, y + 18))
+            shape.finish(fill=(0.9, 0.9, 0.9), color=None)
+        shape.draw_line((400, y + 17), (540, y + 17))
+        shape.finish(color=(0, 0, 0))
+    shape.draw_polyline([(100, 560), (160, 480), (220, 520), (280, 430)])  # a line chart
+    shape.finish(color=(0, 0, 1))
+    shape.commit()
+    for i in range(6):  # its rows: a label and three years' figures
+        page.insert_text((76, 232 + 18 * i), f"Revenues in segment {i}, net of returns",
+                         fontsize=12)
+        page.insert_text((330, 232 + 18 * i), "1,234,567    2,345,678    3,456,789", fontsize=12)
+    page.insert_text((100, 580), "2013   2014   2015")
+    page.insert_image(pymupdf.Rect(350, 420, 500, 560), stream=_png(150, 140))  # a picture
+    text = [list(b[:4]) for b in page.get_text("blocks")]
+    model = [[70, 70, 545, 185], [70, 218, 545, 330], [90, 420, 300, 590], [345, 415, 505, 565]]
+    kept = [b for b, o in figure_boxes(page, model, text, []) if o == "layout-model"]
+    assert kept == [model[2], model[3]], kept  # the chart and the picture; not text, not table

@@ -180,3 +180,16 @@ def test_bench_decode_runs_only_the_variants_and_lengths_named(tmp_path, monkeyp
     assert report["variants"] == ["full", "full_24_tokens", "h3_10%", "h3_10%_sketches_only"]
     assert [row["length"] for row in report["rows"]] == [3000]
     assert timed == [3000] * 2 * report["rows"][0]["rounds"]
+    assert report["rows"][0]["h3_10%"]["kv_cost_removed"] is None  # (full = model alone here)
+
+
+def test_decode_kv_cost_removed_is_the_share_of_full_attentions_kv_time():
+    """(full - H3) / (full - model alone): all of it for a cache as cheap as the model alone,
+    none for one as slow as full attention, and no figure where there is no KV cost."""
+    from h3_runtime.bench.decode import kv_cost_removed
+
+    assert kv_cost_removed(78.0, 38.0, 38.0) == 1.0
+    assert kv_cost_removed(78.0, 38.0, 78.0) == 0.0
+    assert kv_cost_removed(78.0, 38.0, 58.0) == 0.5
+    assert kv_cost_removed(109.0, 33.2, 72.2) == 0.485
+    assert kv_cost_removed(40.0, 40.0, 45.0) is None
