@@ -133,3 +133,25 @@ def test_a_pages_own_heading_labelled_header_is_kept_and_running_heads_are_not()
 def test_a_one_page_documents_headers_stay_out():
     regions = [region(0, 1, "header", "ACME CORP"), region(1, 1, "text", "alpha beta", 20)]
     assert [c["text"] for c in build_chunks("d", regions, words, max_tokens=50)] == ["alpha beta"]
+
+
+def test_a_table_region_with_no_grid_is_text_or_a_heading():
+    """The layout model's table box covers a statement's title and column periods that no grid
+    takes in: the title names the section, the periods lead the table's chunk, a note under the
+    table joins the text, and only the grid is a table chunk."""
+    grid = "| Sales of products | $55,893 | $51,386 |\n|---|---|---|\n| Total revenues | 66,608 | 62,286 |"
+    regions = [region(0, 1, "title", "Commodity Price Risk"), region(1, 1, "text", "Prices vary.", 10),
+               region(0, 2, "table", "The Boeing Company and Subsidiaries\nConsolidated Statements of Operations", 90),
+               region(1, 2, "table", "(Dollars in millions)\nYears ended December 31,\n2022\n2021", 120),
+               region(2, 2, "table", grid, 147),
+               region(3, 2, "table", "See Notes to the Consolidated Financial Statements.", 490)]
+    chunks = build_chunks("d", regions, words, max_tokens=60)
+    (table,) = [c for c in chunks if c["kind"] == "table"]
+    section = "The Boeing Company and Subsidiaries Consolidated Statements of Operations"
+    assert table["section"] == section
+    assert table["text"].startswith(section + "\n(Dollars in millions) Years ended December 31, "
+                                    "2022 2021\n| Sales of products |")
+    assert [c["text"] for c in chunks if c["page"] == 2 and c["kind"] != "table"] == [
+        "The Boeing Company and Subsidiaries\nConsolidated Statements of Operations\n"
+        "(Dollars in millions)\nYears ended December 31,\n2022\n2021",
+        "See Notes to the Consolidated Financial Statements."]
