@@ -127,8 +127,11 @@ def _config_with(work: Path, **cold_storage) -> Path:
 
 
 def run(out_dir: Path, quick: bool) -> dict:
+    from pipelines.bench.fixtures import fixture_module
     from resources.settings import load_config
-    from tests.fixtures.chinese_corpus import PAGE_TEXT, build
+
+    corpus = fixture_module("chinese_corpus")
+    PAGE_TEXT, build = corpus.PAGE_TEXT, corpus.build  # noqa: N806 (the fixture's names)
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

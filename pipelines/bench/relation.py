@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from pipelines.bench.fixtures import fixture_module
 from pipelines.bench.semantic_ingest import warm_all
 from pipelines.instance import h3_home_env
-from tests.fixtures.news_corpus import write_set
 
 REPO = Path(__file__).resolve().parents[2]
 KG = REPO / "tests" / "fixtures" / "kg"
@@ -83,6 +83,7 @@ def run(out_dir: Path, quick: bool) -> dict:
     work = Path(tempfile.mkdtemp(prefix="h3-bench-relation-"))
     try:
         warm_all()
+        write_set = fixture_module("news_corpus").write_set
         corpora = {name: write_set(path, work / "corpus" / name) for name, path in SETS.items()}
         result: dict = {}
         with h3_home_env(work / "home"):
