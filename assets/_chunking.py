@@ -32,7 +32,9 @@ def _union(boxes: list[list[float]]) -> list[float]:
 
 def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: dict) -> list[dict]:
     """Rows for the `regions` table, per page in reading order. Text blocks that lie inside a
-    table or figure are folded into that region (its text is the table's cells / the caption)."""
+    table or figure are folded into that region (its text is the table's cells / the caption);
+    a text block typed "figure" that no figure holds is text (the figures stage decides what a
+    figure is)."""
     by_page: dict[int, list[dict]] = {}
     for t in tables.get("tables", []):
         by_page.setdefault(t["page"], []).append(
@@ -61,7 +63,10 @@ def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: d
             if host is not None and b["type"] != "caption":
                 host.setdefault("_order", float(i))
                 continue
-            ordered.append((float(i), {"kind": b["type"], "bbox": bbox, "text": b["text"],
+            # a block the layout model typed "figure" that no figure of the figures stage holds
+            # (it rejected the model's box as text only, _figure_boxes._text_only) is text
+            kind = "text" if b["type"] == "figure" else b["type"]
+            ordered.append((float(i), {"kind": kind, "bbox": bbox, "text": b["text"],
                                        "origin": "pymupdf"}))
         for s in specials:  # not anchored by a swallowed block: place by vertical position
             if "_order" not in s:

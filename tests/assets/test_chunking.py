@@ -52,6 +52,19 @@ def test_blocks_inside_a_table_are_folded_into_it():
     assert [r["order"] for r in rows] == [0, 1, 2]
 
 
+def test_a_block_typed_figure_that_no_figure_holds_is_text():
+    """The figures stage rejected the layout model's box (text only): the blocks the model typed
+    "figure" under it are text regions; a block inside a kept figure is folded into it."""
+    layout = {"layout": [{"page": 1, "blocks": {"blocks": [
+        {"x_1": 0, "y_1": 0, "x_2": 300, "y_2": 40, "text": "We acquire content.", "type": "figure"},
+        {"x_1": 10, "y_1": 110, "x_2": 90, "y_2": 120, "text": "axis 2015", "type": "figure"}]}}]}
+    figures = {"figures": [{"page": 1, "bbox": [0, 100, 200, 200], "caption": "Figure 1. Members",
+                            "text": "axis 2015", "image_path": "p1-f0.png", "origin": "layout-model"}]}
+    rows = build_regions("d", layout, {"tables": []}, figures, {"ocr_pages": []})
+    assert [(r["kind"], r["text"]) for r in rows] == [
+        ("text", "We acquire content."), ("figure", "Figure 1. Members")]
+
+
 def test_chunk_sizes_are_running_sums_not_recounts():
     """A page of many short paragraphs: the counter sees each text about once (re-counting the
     growing chunk made chunking quadratic in tokenizer work), and chunks still fit the budget."""
