@@ -21,7 +21,8 @@ from assets._second_reader import read_pages, rebuild
 from assets.partitioning import DOCUMENTS_PARTITIONS
 from h3_runtime.home import under_home
 from ontology.ids import content_hash, doc_id_for_bytes
-from resources.nlp.issuer import profile_document
+from resources.nlp.issuer import PROFILE_PAGES, profile_open_document
+from resources.settings import load_config
 from resources.store import DocumentStoreResource
 
 MIN_TEXT_CHARS = 16  # fewer extractable characters than this: the page has no text layer
@@ -92,7 +93,8 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
         garbled: list[int] = []
         sizes: list[list[float]] = []
         first_lines: list[str] = []
-        cover: list[str] = []  # the first two pages' text: issuer, form, period (issue 11)
+        # the first pages' text the profile reads: issuer, form, period (issues 11 and 35)
+        cover: list[str] = []
         for index, page in enumerate(doc):
             try:
                 text = page.get_text("text")
@@ -103,7 +105,7 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
                 garbled.append(index + 1)
                 has_text = False
             text_pages.append(has_text)
-            if index < 2:
+            if index < PROFILE_PAGES:
                 cover.append(text if has_text else "")
             box = page_box(page)  # the space every stored bbox is in (unrotated)
             sizes.append([round(box.width, 2), round(box.height, 2)])
@@ -123,7 +125,9 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
             "title": title, "metadata": metadata, "content_hash": content_hash(data),
             "bytes": len(data), "text_pages": text_pages, "page_sizes": sizes,
             "repaired": bool(doc.is_repaired), "garbled_pages": garbled,
-            "warnings": warnings, "profile": profile_document(cover, metadata).to_json(),
+            # (a first page without legible text is read by OCR for the profile)
+            "warnings": warnings, "profile": profile_open_document(
+                doc, pages=cover, ocr=load_config().cold_storage.ocr_enabled).to_json(),
         }
 
 

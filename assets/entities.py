@@ -57,9 +57,13 @@ def role_units(store: DocumentStore, doc_id: str) -> list[RoleUnit]:
 
 
 def document_profile(store: DocumentStore, doc_id: str) -> DocumentProfile:
-    """The issuer profile the `documents` stage stored (empty for documents stored before)."""
+    """The issuer profile the `documents` stage stored, read again from the file when an older
+    profiler wrote it (empty for documents stored before profiles)."""
+    from resources.recall.documents import current_profile
+
     row = store.get_document(doc_id) or {}
-    return DocumentProfile.from_json(json.loads(row.get("metadata_json") or "{}").get("profile"))
+    stored = json.loads(row.get("metadata_json") or "{}").get("profile")
+    return current_profile(stored, row.get("source") or "")
 
 
 def graph_for_document(store: DocumentStore, doc_id: str) -> dict:

@@ -132,11 +132,12 @@ def measure_floor(pdfs: list[Path]) -> dict:
             "cpu_utilisation": cores.summary()}
 
 
-def with_floor(ingest: Callable[[Path, Path], dict], home: Path, pdfs: Path) -> dict:
-    """`ingest(home, pdfs)`'s report with the floor on the same PDFs measured just before it
+def with_floor(ingest: Callable[[Path, list[Path]], dict], home: Path,
+               folders: list[Path]) -> dict:
+    """`ingest(home, folders)`'s report with the floor on the same PDFs measured just before it
     (same machine, same load) and the pipeline's pages/s as a share of the floor's."""
-    floor = measure_floor(sorted(pdfs.glob("*.pdf")))
-    report = ingest(home, pdfs)
+    floor = measure_floor(sorted(p for folder in folders for p in folder.glob("*.pdf")))
+    report = ingest(home, folders)
     ratio = report["pages_per_s"] / floor["pages_per_s"] if floor["pages_per_s"] else 0.0
     return {**report, "naive_floor": floor, "share_of_floor": round(ratio, 3)}
 

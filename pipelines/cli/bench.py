@@ -37,6 +37,7 @@ SCENARIOS: dict[str, str] = {
     "filings": "pipelines.bench.filings:run",
     "filings_runtime": "pipelines.bench.filings_runtime:run",
     "filings_passkey": "pipelines.bench.filings_runtime:run_passkey",
+    "profiles": "pipelines.bench.profiles:run",
     "embedding_engines": "pipelines.bench.embedding_engines:run",
     "scaleout": "pipelines.bench.scaleout:run",
 }

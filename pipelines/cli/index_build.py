@@ -35,6 +35,11 @@ GATE_STEP = "ingested_documents"
 # Below this the corpus cannot fit compression: the pooling MLP needs other documents as
 # negatives, and PCA to >= 128 dims needs a few chunks' worth of tokens.
 COMPRESS_MIN_DOCUMENTS = 2
+# What a failed compression leaves out, said with the failure (the documents are ingested and
+# every recall mode works without it: `--mode documents` ranks by the pages' evidence).
+COMPRESS_FAILED_AFFECTS = ("the document index and chunk summaries were not (re)built: only "
+                           "the `hybrid+rerank+summary` bench variant and `h3 bench` rows that "
+                           "read them are affected; recall and `h3 ask` are not")
 COMPRESS_MIN_CHUNKS = 8
 
 
@@ -272,7 +277,8 @@ def compress_corpus(store, instance, changed: bool) -> dict:
     failures = [ev.message for ev in result.all_events if ev.is_failure]
     reason = (failures[0] if failures else "run failed")[:500]
     log(f"index-build: compress_corpus run {result.run_id} failed: {reason}")
-    return {"status": "failed", "reason": reason, "run_id": result.run_id}
+    return {"status": "failed", "reason": reason, "run_id": result.run_id,
+            "affects": COMPRESS_FAILED_AFFECTS}
 
 
 def _report(store, registrations: list, run_ids: list[str]) -> dict:
@@ -354,7 +360,8 @@ def run(args: argparse.Namespace) -> int:
     comp = report.get("compress")
     if comp:
         lines.append(f"compress_corpus: {comp['status']}"
-                     + (f" ({comp['reason']})" if comp["reason"] else ""))
+                     + (f" ({comp['reason']})" if comp["reason"] else "")
+                     + (f"\n           {comp['affects']}" if comp.get("affects") else ""))
     emit(report, args.json, human="\n".join(lines))
     if args.json:  # stdout is the JSON: each reason once on stderr as well, one line each
         for d in report["documents"]:

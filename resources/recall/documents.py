@@ -1,17 +1,25 @@
-"""Documents first: which documents a query is about, before any chunk is searched.
+"""Documents first: which documents a query is about, as a prior on its chunks, never a filter.
 
-A query that names a company (its name, a short form, initials or ticker: the document profiles
-of resources/nlp/issuer.py) is routed to that company's documents, those of the period it names
-first ("FY2022", "fiscal 2022", "Q3 2024"). A query that names no company of the corpus is
-answered from every document; when it seems to name one that is not in the corpus, the result
-carries a note saying so. Without a company, the 1024-d document index (the `doc_index` asset:
-FAISS over [mean; max] of the 512-d chunk summaries) ranks the documents for `h3 recall --mode
-documents` (text recall then searches every document: see the filings bench for why).
+Every query searches the whole store. A query that names a company (its name, a short form,
+a former name, initials or ticker, or a slip of them: the issuer registry of
+resources/recall/companies.py, built from the document profiles of resources/nlp/issuer.py)
+gives that company's filings a prior; the filing of the period it names ("FY2022", "fiscal
+2022", "Q3 2024", "the first quarter") and of the form it names ("10-K", "8-K", "earnings
+release") gains more. Text recall adds the prior to its chunks' scores, so a named company's
+pages rise over others' alike, and a much better page elsewhere still wins. A query naming a
+period and no company gives that period's filings half the prior. When a query seems to name a
+company the registry does not know, the result carries a note saying so.
+
+`--mode documents` ranks whole documents by their own pages' evidence (the best few page
+scores of text recall), not by one summary vector each: ten annual reports of one industry
+are too alike as wholes (the `doc_index` asset ranked the right 10-K first 0.095 of the time).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
 import threading
 from dataclasses import dataclass, field
@@ -20,88 +28,174 @@ from pathlib import Path
 import numpy as np
 
 from ontology.document import Hit
-from resources.nlp.issuer import QUARTER_RE, QUARTER_WORDS, DocumentProfile, profile_pdf
+from resources.nlp.issuer import (
+    PROFILE_VERSION,
+    QUARTER_RE,
+    QUARTER_WORDS,
+    DocumentProfile,
+    profile_pdf,
+)
+from resources.recall.companies import IssuerRegistry, registry_from
 from resources.recall.router import RecallContext, register_intent
 
 # a data cache, not a client: the profile (issuer, period) of a document stored before profiles
 # were kept in its metadata, read from its PDF once per process rather than once per query
+log = logging.getLogger(__name__)
 _PROFILE_CACHE: dict[tuple[str, str], DocumentProfile] = {}
 _LOCK = threading.Lock()
 _YEAR = re.compile(r"\b(?:FY|fiscal(?:\s+year)?\s*|F)?'?((?:19|20)\d{2})\b", re.IGNORECASE)
-# Words that look like names in a question but are not companies (finance acronyms, periods).
-_NOT_COMPANY = re.compile(r"^(?:FY\d*|Q[1-4]|H[12]|USD|EUR|GBP|GAAP|EBITDA?|EPS|SEC|CEO|CFO|COO|"
-                          r"CAPEX|COGS|DPO|DSO|PP&E|PPNE|ROA|ROE|ROIC|YoY|TTM|LTM|"
-                          r"What|Who|How|Which|When|Where|Why|Is|Are|Does|Do|Did|Has|Have|Was|"
-                          r"Were|Can|Please|Answer|Give|Using|Based|Assume|The|A|An|In|Of|For|"
-                          r"If|We|Our|I)$")
+# Words that look like names in a question but are not companies: standard finance acronyms,
+# period labels and question words. (Capitalised words that open a sentence are skipped by
+# position, so imperatives such as "Give ..." or "Using ..." need no list.)
+_NOT_COMPANY = re.compile(r"^(?:FY\d*|Q[1-4]|H[12]|USD|EUR|GBP|JPY|CNY|GAAP|IFRS|EBITDA?|EPS|SEC|"
+                          r"CEO|CFO|COO|CTO|CAPEX|COGS|OPEX|SG&A|R&D|PP&E|ROA|ROE|ROIC|YoY|QoQ|"
+                          r"TTM|LTM|DSO|DIO|DPO|CCC|FCF|What|Who|How|Which|When|Where|Why|Is|Are|"
+                          r"Does|Do|Did|Has|Have|Was|Were|Can|Could|Should|Would|Will|The|A|An|"
+                          r"In|On|Of|For|If|We|Our|I|It|Its|This|That|These|Those)$")
 _CANDIDATE_NAME = re.compile(
     r"(?:\b(?:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
     r"((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+(?:[A-Z][\w&.-]*|&))*)"
     r"|((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+[A-Z][\w&.-]*)*)(?:'s|’s)\b")
 
 
+# How much a document's prior adds to a chunk's rerank score (which lies in about [0, 1]): a
+# named company's filings rise above other companies' similar pages, the filing of the named
+# period and form above the company's others; a much better page elsewhere still wins.
+COMPANY_PRIOR = 0.30
+PERIOD_PRIOR = 0.12
+FORM_PRIOR = 0.06
+# A query naming a period but no company: the period's filings get this share of the prior
+# (many companies file for one year; the period is weaker evidence than a name).
+PERIOD_ONLY_SHARE = 0.5
+# How many preferred documents are also searched on their own, so their chunks reach the pool
+# even when other documents fill the corpus-wide search.
+PREFERRED_SEARCHED = 8
+
+# The forms a query can ask for by name, as profiles write them.
+_FORM_WORDS: tuple[tuple[str, re.Pattern], ...] = (
+    ("10-K", re.compile(r"\b10-?K\b|\bannual\s+report\b", re.IGNORECASE)),
+    ("10-Q", re.compile(r"\b10-?Q\b|\bquarterly\s+report\b", re.IGNORECASE)),
+    ("8-K", re.compile(r"\b8-?K\b|\bcurrent\s+report\b", re.IGNORECASE)),
+    ("earnings release", re.compile(r"\bearnings\s+(?:release|report|announcement)\b|"
+                                    r"\bpress\s+release\b|\bresults\s+release\b",
+                                    re.IGNORECASE)),
+    ("press release", re.compile(r"\bpress\s+release\b|\bnews\s+release\b",
+                                 re.IGNORECASE)),
+    ("20-F", re.compile(r"\b20-?F\b", re.IGNORECASE)),
+)
+_QUARTER_ONLY = re.compile(r"\b(first|second|third|fourth)[\s-]+quarter\b|\bQ([1-4])\b",
+                           re.IGNORECASE)
+
+
 @dataclass
 class Routing:
-    """Where a query's chunks are searched: `doc_ids` (None = every document), why, and the
-    document-level scores of every document (1.0 for a named one)."""
+    """Which documents a query is about: a prior, never a filter. `doc_ids`: the preferred
+    documents, best first (the named company's filings, or with no company named those of the
+    named period; None: no preference); `scores`: every preferred document's prior, added to
+    its chunks' scores by text recall; `by`: why (company | company+period | period | all)."""
 
     doc_ids: list[str] | None
     scores: dict[str, float] = field(default_factory=dict)
-    by: str = "all"  # company | company+period | doc_index | all
+    by: str = "all"
     note: str | None = None
     named: list[str] = field(default_factory=list)  # the company forms the query used
 
 
-def _normalise(text: str) -> str:
-    text = text.replace("’", "'")
-    text = re.sub(r"'s\b", " ", text)
-    return " " + re.sub(r"[^\w&.]+", " ", text.lower()).replace(". ", " ").strip(" .") + " "
-
-
 def document_profiles(ctx: RecallContext) -> dict[str, DocumentProfile]:
     """doc_id -> profile for every ok document: stored at ingestion in the documents row's
-    metadata (key `profile`); documents ingested before profiles existed are profiled from
-    their file once per process."""
+    metadata (key `profile`). A document stored before profiles existed, or profiled by an
+    older version of the profiler (PROFILE_VERSION), is profiled again from its file, once:
+    the result is kept beside the store (PROFILE_CACHE_FILE; the documents rows are not
+    rewritten, so nothing stored can be lost on the way)."""
     cached = ctx.cache.get("_profiles")
     if cached is not None:
         return cached
     rows = ctx.store.rows("documents", "status = 'ok'", ["doc_id", "source", "metadata_json"])
     out: dict[str, DocumentProfile] = {}
+    refreshed = _read_profile_cache(ctx.store)
+    dirty = False
     for row in rows:
-        meta = json.loads(row.get("metadata_json") or "{}")
-        if meta.get("profile"):
-            out[row["doc_id"]] = DocumentProfile.from_json(meta["profile"])
+        stored = json.loads(row.get("metadata_json") or "{}").get("profile")
+        if stored and stored.get("version", 1) >= PROFILE_VERSION:
+            out[row["doc_id"]] = DocumentProfile.from_json(stored)
+            continue
+        again = refreshed.get(row["doc_id"])
+        if again and again.get("version", 1) >= PROFILE_VERSION:
+            out[row["doc_id"]] = DocumentProfile.from_json(again)
             continue
         key = (row["doc_id"], row.get("source") or "")
         with _LOCK:
             profile = _PROFILE_CACHE.get(key)
         if profile is None:
-            try:
-                profile = profile_pdf(row["source"]) if Path(row["source"] or "").is_file() \
-                    else DocumentProfile()
-            except Exception:  # an unreadable old file only loses routing
-                profile = DocumentProfile()
+            profile = current_profile(stored, row["source"] or "")
             with _LOCK:
                 _PROFILE_CACHE[key] = profile
         out[row["doc_id"]] = profile
+        refreshed[row["doc_id"]] = profile.to_json()
+        dirty = True
+    if dirty:
+        _write_profile_cache(ctx.store, refreshed)
     ctx.cache["_profiles"] = out
     return out
 
 
+PROFILE_CACHE_FILE = "profiles_refreshed.json"  # beside the store's folder
+
+
+def _profile_cache_path(store) -> Path | None:
+    path = getattr(store, "path", None)
+    return Path(path).parent / PROFILE_CACHE_FILE if path else None
+
+
+def _read_profile_cache(store) -> dict[str, dict]:
+    path = _profile_cache_path(store)
+    if path is None or not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:  # a torn file: profiled again, and rewritten
+        log.warning("%s unreadable (%s): stale profiles are read again", path, exc)
+        return {}
+
+
+def _write_profile_cache(store, profiles: dict[str, dict]) -> None:
+    path = _profile_cache_path(store)
+    if path is None:
+        return
+    try:  # write then rename: a reader never sees half a file
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(profiles))
+        tmp.replace(path)
+    except OSError as exc:  # a read-only store still answers; it profiles again next time
+        log.warning("could not keep refreshed profiles in %s: %s", path, exc)
+
+
+def current_profile(stored: dict | None, source: str) -> DocumentProfile:
+    """A document's profile by the current profiler: the stored one when it is current, else
+    read again from the document's file; the stored one when the file is gone or unreadable
+    (it routes less well, but it routes)."""
+    old = DocumentProfile.from_json(stored) if stored else DocumentProfile()
+    if stored and stored.get("version", 1) >= PROFILE_VERSION:
+        return old
+    if not Path(source).is_file():
+        return old
+    try:
+        return profile_pdf(source)
+    except Exception as exc:  # noqa: BLE001 - one unreadable old file must not stop recall
+        log.warning("re-profiling %s failed (%s): its stored profile is used", source, exc)
+        return old
+
+
+def issuer_registry(ctx: RecallContext) -> IssuerRegistry:
+    """The companies of the ok documents (resources/recall/companies.py), once per context."""
+    if "_registry" not in ctx.cache:
+        ctx.cache["_registry"] = registry_from(document_profiles(ctx), ctx.ok_doc_ids)
+    return ctx.cache["_registry"]
+
+
 def named_forms(query: str, profile: DocumentProfile) -> list[str]:
-    """The issuer's forms that the query contains as whole words. Short all-capital forms
-    (tickers, initials: "BA", "IBM") must match in capitals, so "ba" or "It" never route."""
-    found = []
-    norm = _normalise(query)
-    for form in (profile.issuer, *profile.aliases):
-        if not form:
-            continue
-        if re.fullmatch(r"[A-Z0-9&.]{1,5}", form) and not re.fullmatch(r"\d+[A-Z]+", form):
-            if re.search(r"(?<![\w&])" + re.escape(form) + r"(?![\w&])", query):
-                found.append(form)
-        elif _normalise(form).strip() and f" {_normalise(form).strip()} " in norm:
-            found.append(form)
-    return found
+    """The forms of one profile's issuer that the query names (see companies.py for how)."""
+    return [m.form for m in IssuerRegistry({"doc": profile}).match(query)]
 
 
 def query_years(query: str) -> set[int]:
@@ -110,7 +204,8 @@ def query_years(query: str) -> set[int]:
 
 def query_quarters(query: str) -> set[str]:
     """Quarter labels the query names, as profiles write them: "Q3 2024" for "third quarter
-    of 2024", "Q3 FY24", "Q3 2024"."""
+    of 2024", "Q3 FY24", "Q3 2024"; a quarter named without a year ("the first quarter") as
+    "Q1" alone."""
     out = set()
     for m in QUARTER_RE.finditer(query):
         if m.group(1) and m.group(2):
@@ -118,23 +213,48 @@ def query_quarters(query: str) -> set[str]:
         elif m.group(3):
             year = m.group(4) if len(m.group(4)) == 4 else f"20{m.group(4)}"
             out.add(f"Q{m.group(3)} {year}")
+    if not out:
+        for m in _QUARTER_ONLY.finditer(query):
+            out.add(f"Q{QUARTER_WORDS[m.group(1).lower()]}" if m.group(1) else f"Q{m.group(2)}")
     return out
 
 
-def _in_period(profile: DocumentProfile, years: set[int], quarters: set[str]) -> bool:
-    """A quarter named in the query must be the document's; otherwise its fiscal year."""
+def query_forms(query: str) -> set[str]:
+    """The filing forms a query asks for by name ("10-K", "earnings release", ...)."""
+    return {form for form, words in _FORM_WORDS if words.search(query)}
+
+
+def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) -> float:
+    """How well a document's period fits the one a query names, in [0, 1]: the named quarter
+    (or, with no quarter named, the named fiscal year's annual filing) 1.0; another filing of
+    that fiscal year 0.5; else 0."""
+    period = profile.fiscal_period or ""
     if quarters:
-        return profile.fiscal_period in quarters
-    return profile.fiscal_year in years
+        if period in quarters or any(" " not in q and period.startswith(q + " ") and (
+                not years or profile.fiscal_year in years) for q in quarters):
+            return 1.0
+        named_years = {int(q.split()[1]) for q in quarters if " " in q} | years
+        return 0.5 if profile.fiscal_year in named_years else 0.0
+    if profile.fiscal_year not in years:
+        return 0.0
+    return 1.0 if not period.startswith("Q") else 0.5
 
 
-def unknown_company(query: str) -> str | None:
-    """A name the query seems to ask about ("... for Tesla", "Tesla's ..."), or None."""
+def unknown_company(query: str, registry: IssuerRegistry | None = None) -> str | None:
+    """A name the query seems to ask about ("... for Tesla", "Tesla's ...") that no company of
+    the registry answers to, or None. A capitalised word opening a sentence is not taken for
+    a name on its own (it is capitalised by position)."""
+    starts = {0} | {m.end() for m in re.finditer(r"[.?!:;]\s+", query)}
     for m in _CANDIDATE_NAME.finditer(query):
-        name = (m.group(1) or m.group(2) or "").strip(" .")
+        group = 1 if m.group(1) else 2
+        name, begin = (m.group(group) or "").strip(" ."), m.start(group)
         words = [w for w in name.split() if not _NOT_COMPANY.match(w.strip(".,"))]
+        if begin in starts and len(name.split()) == 1:
+            continue
         if words and not all(re.fullmatch(r"[\d.,%$]+", w) for w in words):
-            return " ".join(words)
+            candidate = " ".join(words)
+            if registry is None or not registry.knows(candidate):
+                return candidate
     return None
 
 
@@ -187,72 +307,106 @@ def _load_doc_index():
         # the pooler's topic-separation check fails)
         index, doc_ids = load_index(index_path()) if index_path().exists() else (None, [])
         return index, doc_ids, PcaModel.load(pca_path()), load_pooler()[0]
-    except Exception:  # a half-written or stale index: route without it
+    except Exception as exc:  # noqa: BLE001 - a half-written or stale index: said, then skipped
+        log.warning("the compressed layer (PCA, pooler, document index) could not be read: %s: "
+                    "summary cosines and document-index scores are left out", exc)
         return None
 
 
 def route(ctx: RecallContext, query: str) -> Routing:
-    """Which documents the query's chunks come from (see the module docstring)."""
+    """Which documents the query is about (see Routing and the module docstring)."""
     cache_key = ("_route", query)
     if cache_key in ctx.cache:
         return ctx.cache[cache_key]
     profiles = document_profiles(ctx)
-    named = {d: named_forms(query, p) for d, p in profiles.items() if d in ctx.ok_doc_ids}
-    named = {d: f for d, f in named.items() if f}
-    if named:
-        # the longest form wins: "Activision Blizzard" over a ticker that also matched
-        best = max(max(len(f) for f in forms) for forms in named.values())
-        chosen = sorted(d for d, forms in named.items() if max(len(f) for f in forms) == best)
-        years, quarters = query_years(query), query_quarters(query)
-        in_period = [d for d in chosen if _in_period(profiles[d], years, quarters)]
-        if quarters and not in_period:  # no filing of that quarter: the year's
-            in_period = [d for d in chosen if _in_period(profiles[d], years, set())]
-        by = "company"
-        if in_period and len(in_period) < len(chosen):
-            # the named period's filing first; the others stay (a later filing restates it)
-            by = "company+period"
-            chosen = in_period + [d for d in chosen if d not in in_period]
-        scores = {d: (1.0 if d in in_period or by == "company" else 0.9) for d in chosen}
-        result = Routing(chosen, scores, by,
-                         named=sorted({f for fs in named.values() for f in fs}))
+    registry = issuer_registry(ctx)
+    matches = registry.match(query)
+    years, quarters, forms = query_years(query), query_quarters(query), query_forms(query)
+    if matches:
+        top = matches[0].strength
+        # the strongest-named companies (two when the query compares them)
+        chosen = [m for m in matches if m.strength >= top - 0.05]
+        scores = {}
+        for m in chosen:
+            for d in m.company.doc_ids:
+                if d in ctx.ok_doc_ids:
+                    scores[d] = document_prior(profiles[d], m.strength, years, quarters, forms)
+        by = "company+period" if (years or quarters) and any(
+            period_match(profiles[d], years, quarters) > 0 for d in scores) else "company"
+        result = Routing(_best_first(scores), scores, by,
+                         named=sorted({m.form for m in chosen}))
     else:
+        scores = {d: PERIOD_ONLY_SHARE * document_prior(p, 0.0, years, quarters, forms)
+                  for d, p in profiles.items() if d in ctx.ok_doc_ids}
+        scores = {d: s for d, s in scores.items() if s > 0}
         note = None
-        if (name := unknown_company(query)) is not None:
+        if (name := unknown_company(query, registry)) is not None:
             note = (f"no document in the corpus is from {name!r}: answered from all "
                     "documents")
-        result = Routing(None, {}, "all", note)
+        result = Routing(_best_first(scores) or None, scores, "period" if scores else "all",
+                         note)
     ctx.cache[cache_key] = result
     return result
 
 
-_ALSO_KNOWN = re.compile(r"\s*\((?:formerly|previously|also|now)\s+(?:known\s+as|called)\s+"
-                         r"[^)]*\)", re.IGNORECASE)
+def document_prior(profile: DocumentProfile, company: float, years: set[int],
+                   quarters: set[str], forms: set[str]) -> float:
+    """What a document's chunks gain for the query: the company's match strength, the named
+    period's and the named form's (module constants)."""
+    return (COMPANY_PRIOR * company
+            + PERIOD_PRIOR * period_match(profile, years, quarters)
+            + FORM_PRIOR * (profile.form_type in forms))
+
+
+def _best_first(scores: dict[str, float]) -> list[str]:
+    return sorted(scores, key=lambda d: (-scores[d], d))
 
 
 def within_named_documents(query: str, routing: Routing) -> str:
-    """The query as it reads inside the documents it is routed to by company: the company's
-    forms (and "(formerly known as ...)") taken out. Every chunk there is about that company,
-    so its name only adds a common word to the full-text query and the word overlap."""
+    """The query as it reads inside the documents of the company it names: the company's forms
+    taken out. Every chunk there is about that company, so its name only adds a common word to
+    the full-text query and the word overlap."""
     if routing.by not in ("company", "company+period") or not routing.named:
         return query
-    out = _ALSO_KNOWN.sub("", query)
+    out = query
     for form in sorted(routing.named, key=len, reverse=True):
+        pattern = r"[\s\-]*".join(re.escape(ch) for ch in form.replace(" ", ""))
         flags = 0 if re.fullmatch(r"[A-Z0-9&.]{1,5}", form) else re.IGNORECASE
-        out = re.sub(r"(?<![\w&])" + re.escape(form) + r"(?:'s|’s)?(?![\w&])", " ", out,
-                     flags=flags)
+        out = re.sub(r"(?<![\w&])" + pattern + r"(?:'s|’s)?(?![\w&])", " ", out, flags=flags)
+    out = re.sub(r"\(\s*(?:formerly|previously|also|now)?\s*(?:known\s+as|called)?\s*\)", " ",
+                 out, flags=re.IGNORECASE)
     out = " ".join(out.split())
     return out if out.strip(" ?.!") else query
 
 
+EVIDENCE_POOL = 60  # page hits of text recall that vote for their documents
+EVIDENCE_WEIGHTS = (1.0, 0.5, 0.25)  # a document's best, second and third page
+
+
+def evidence_scores(ctx: RecallContext, query: str) -> dict[str, float]:
+    """doc_id -> how well the document's own pages answer the query: its best pages' text
+    recall scores (priors included), weighted EVIDENCE_WEIGHTS. Unlike one summary vector per
+    document, this tells apart filings that are alike as a whole (ten annual reports of one
+    industry) by the passages that answer."""
+    from resources.recall.text import text_recall
+
+    by_doc: dict[str, list[float]] = {}
+    for hit in text_recall(ctx, query, EVIDENCE_POOL):
+        by_doc.setdefault(hit.doc_id, []).append(hit.score)
+    return {d: sum(w * s for w, s in zip(EVIDENCE_WEIGHTS, sorted(scores, reverse=True),
+                                         strict=False))
+            for d, scores in by_doc.items()}
+
+
 def documents_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
-    """`--mode documents`: the documents ranked for the query, one hit each (page 1, the cover),
-    text = issuer, form and period."""
+    """`--mode documents`: the documents ranked for the query by their pages' evidence (the
+    routing prior included), one hit each (page 1, the cover), text = issuer, form and
+    period."""
     profiles = document_profiles(ctx)
-    routing = route(ctx, query)
-    scores = dict(routing.scores)
-    if routing.doc_ids is None:  # no company named: the document index ranks them
-        scores = doc_index_scores(ctx, query) or {d: 0.0 for d in profiles}
-    ranked = sorted(scores.items(), key=lambda kv: -kv[1])[:k]
+    scores = evidence_scores(ctx, query)
+    for doc_id, prior in route(ctx, query).scores.items():
+        scores.setdefault(doc_id, prior)  # a preferred document with no page in the pool
+    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
     hits = []
     for doc_id, score in ranked:
         p = profiles.get(doc_id, DocumentProfile())

@@ -78,12 +78,13 @@ def _ranked_edges(ctx: RecallContext, query: str, k: int) -> list[tuple[Hit, boo
     named_in_graph = bool(ids)
     asked = detect_relations(query)
     issuer_docs: list[str] = []
+    prior: dict[str, float] = {}
     if asked:  # "who is the CFO of <a short form of an issuer>": the routed documents' issuer
         from resources.recall.documents import document_profiles, route
 
         routed = route(ctx, query)
         if routed.by.startswith("company"):
-            issuer_docs = routed.doc_ids or []
+            issuer_docs, prior = routed.doc_ids or [], routed.scores
             profiles = document_profiles(ctx)
             ids += [i for i in {entity_id("ORG", profiles[d].issuer) for d in issuer_docs
                                 if profiles[d].issuer} if i not in ids]
@@ -122,6 +123,8 @@ def _ranked_edges(ctx: RecallContext, query: str, k: int) -> list[tuple[Hit, boo
             score += 0.02 * min(support[(row["doc_id"], row["relation"], row["head_id"])], 5)
             score -= 0.00001 * int(row["page"])
             score += 0.05 * (row["doc_id"] in issuer_docs)
+            # of the company's filings, the one of the period and form the question names
+            score += 0.1 * prior.get(row["doc_id"], 0.0)
         scored.append((score, row))
     scored.sort(key=lambda sr: (-sr[0], sr[1]["doc_id"], sr[1]["page"], sr[1]["edge_id"]))
     hits: list[tuple[Hit, bool]] = []

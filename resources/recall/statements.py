@@ -39,7 +39,7 @@ STATEMENTS: dict[str, tuple[re.Pattern, re.Pattern, re.Pattern]] = {
     "balance_sheet": (
         re.compile(r"balancesheets?|statements?of(?:consolidated)?financial(?:position|condition)"),
         re.compile(r"balance\s+sheets?|statements?\s+of\s+financial\s+position", re.IGNORECASE),
-        re.compile(r"\bpp&?e\b|\bppne\b|property,?\s+plant|working\s+capital|total\s+assets|"
+        re.compile(r"\bpp&?e\b|property,?\s+plant|working\s+capital|total\s+assets|"
                    r"current\s+(?:assets|liabilities|ratio)|quick\s+ratio|inventor(?:y|ies)|"
                    r"accounts\s+(?:payable|receivable)|\bdebt\b|shareholders'?\s+equity|"
                    r"stockholders'?\s+equity|days\s+(?:payable|sales|inventory)", re.IGNORECASE)),

@@ -12,6 +12,7 @@ import unicodedata
 import numpy as np
 
 from ontology.document import Hit
+from resources.recall.documents import route
 from resources.recall.intent import (
     SMALL_FIGURE_WORDS,
     StructureIntent,
@@ -19,7 +20,7 @@ from resources.recall.intent import (
     strip_structure_words,
 )
 from resources.recall.router import RecallContext, register_intent
-from resources.recall.text import coverage, terms
+from resources.recall.text import coverage, preferred_documents, terms
 from resources.semantic.structures import STRUCTURAL_KINDS
 from resources.store.base import sql_str
 from resources.store.tables import STRUCTURES
@@ -55,13 +56,21 @@ def match_share(q_terms: list[str], q_grams: set[str], text: str) -> float:
     return found / total
 
 
-def _candidates(ctx: RecallContext, where: str, query: str) -> list[dict]:
+def _candidates(ctx: RecallContext, where: str, query: str, preferred: list[str]) -> list[dict]:
+    """Every region of the asked kinds when there are few; else the ANN and full-text pools of
+    the whole store and, searched on their own, of the documents the routing prior prefers
+    (so a named company's tables are candidates however many others the store holds)."""
     if ctx.store.count_rows(STRUCTURES.name) <= EXACT_LIMIT:
         return ctx.store.rows(STRUCTURES.name, where, COLUMNS)
-    pool = {r["region_id"]: r for r in ctx.store.vector_search(
-        STRUCTURES.name, ctx.query_vector(query), 200, where, COLUMNS)}
-    for r in ctx.store.text_search(STRUCTURES.name, query, 50, where, COLUMNS):
-        pool.setdefault(r["region_id"], r)
+    pool: dict[str, dict] = {}
+    scopes = [where] + ([f"{where} AND doc_id IN ({', '.join(map(sql_str, preferred))})"]
+                        if preferred else [])
+    for scope in scopes:
+        for r in ctx.store.vector_search(STRUCTURES.name, ctx.query_vector(query), 200, scope,
+                                         COLUMNS):
+            pool.setdefault(r["region_id"], r)
+        for r in ctx.store.text_search(STRUCTURES.name, query, 50, scope, COLUMNS):
+            pool.setdefault(r["region_id"], r)
     return list(pool.values())
 
 
@@ -102,7 +111,9 @@ def structure_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
     if intent and intent.page:
         where += f" AND page = {int(intent.page)}"
     rest = strip_structure_words(query) or query
-    rows = [r for r in _candidates(ctx, where, rest) if r["doc_id"] in ctx.ok_doc_ids]
+    routing = route(ctx, query)  # the named company's (period's, form's) regions rank up
+    rows = [r for r in _candidates(ctx, where, rest, preferred_documents(ctx, query))
+            if r["doc_id"] in ctx.ok_doc_ids]
     if not rows:
         return []
     q = ctx.query_vector(rest)  # (384,)
@@ -121,6 +132,7 @@ def structure_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
             score += 0.3
         if intent and row["kind"] not in intent.kinds:
             score -= 0.25  # asked for a table, this is a figure: only if it matches much better
+        score += routing.scores.get(row["doc_id"], 0.0)
         scored.append((score, row))
     scored.sort(key=lambda sr: (-sr[0], sr[1]["doc_id"], sr[1]["page"], sr[1]["region_id"]))
     return [Hit(doc_id=row["doc_id"], source=ctx.doc_sources.get(row["doc_id"], ""),

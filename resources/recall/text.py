@@ -9,7 +9,7 @@ import numpy as np
 
 from ontology.document import Hit
 from resources.recall import multilingual
-from resources.recall.documents import route, within_named_documents
+from resources.recall.documents import PREFERRED_SEARCHED, route, within_named_documents
 from resources.recall.router import RecallContext, merge_pages, register_intent
 from resources.store.base import sql_str
 from resources.text_lang import fts_form, han_bigrams, has_han
@@ -111,11 +111,15 @@ def fulltext(ctx: RecallContext, query: str, n: int, where: str | None = None) -
                                  columns=COLUMNS) if cleaned else []
 
 
-def routed_filter(ctx: RecallContext, query: str) -> str | None:
-    """The chunk filter of the documents the query is routed to (None: all documents)."""
+def preferred_documents(ctx: RecallContext, query: str) -> list[str]:
+    """The documents the routing prior prefers most, searched on their own besides the whole
+    store (documents.py: PREFERRED_SEARCHED), best first; [] when it prefers none."""
+    return (route(ctx, query).doc_ids or [])[:PREFERRED_SEARCHED]
 
-    doc_ids = route(ctx, query).doc_ids
-    return None if doc_ids is None else f"doc_id IN ({', '.join(map(sql_str, doc_ids))})"
+
+def doc_filter(doc_ids: list[str]) -> str | None:
+    """The chunk filter of these documents (None: no filter)."""
+    return f"doc_id IN ({', '.join(map(sql_str, doc_ids))})" if doc_ids else None
 
 
 def _dense_lists(ctx: RecallContext, query: str, n: int, where: str | None = None,
@@ -183,16 +187,15 @@ def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
     return scored, {row["chunk_id"]: float(c) for (row, _), c in zip(fused, cos, strict=True)}
 
 
-def statement_boosts(ctx: RecallContext, query: str, where: str | None
-                     ) -> dict[tuple[str, int], float]:
+def statement_boosts(ctx: RecallContext, query: str) -> dict[tuple[str, int], float]:
     """(doc_id, page) -> boost of the financial-statement pages the query asks for, in the
-    documents it is routed to (resources/recall/statements.py)."""
+    documents the routing prior prefers (every document when it prefers none;
+    resources/recall/statements.py)."""
     from resources.recall.statements import boosts
 
     if not ctx.statement_pages:
         return {}
-    doc_ids = route(ctx, query).doc_ids if where else None
-    return boosts(ctx, query, doc_ids if doc_ids is not None else sorted(ctx.ok_doc_ids))
+    return boosts(ctx, query, route(ctx, query).doc_ids or sorted(ctx.ok_doc_ids))
 
 
 def statement_rows(ctx: RecallContext, boost: dict[tuple[str, int], float],
@@ -232,38 +235,50 @@ def text_recall(ctx: RecallContext, query: str, k: int,
         raise ValueError(f"unknown text recall variant {variant!r}; allowed: {VARIANTS}")
     # over-fetch: rows of documents not yet ok are dropped and hits of one page merge below
     pool = max(6 * k, 30)
-    where = routed_filter(ctx, query)
-    doc_ids = route(ctx, query).doc_ids
-    # words matched inside the routed documents leave out the company's name (documents.py);
+    routing = route(ctx, query)
+    preferred = preferred_documents(ctx, query)
+    where = doc_filter(preferred)
+    # words matched inside the named company's documents leave out its name (documents.py);
     # the dense search keeps the whole question (the name places it in the embedding space)
-    words = within_named_documents(query, route(ctx, query))
-    ranked: list[tuple[dict, float]]
+    words = within_named_documents(query, routing)
     ml = multilingual.available(ctx)
-    if variant == "dense" and not ml:
-        ranked = [(r, 1.0 - float(r["_distance"]))
-                  for r in dense(ctx, query, pool, where, doc_ids)]
-    elif variant == "dense":
-        ranked = rrf(*_dense_lists(ctx, query, pool, where, doc_ids))
+
+    def dense_lists() -> list[list[dict]]:
+        """The whole store's nearest chunks, and the preferred documents' own."""
+        search = (lambda w, ids: _dense_lists(ctx, query, pool, w, ids)) if ml else (
+            lambda w, ids: [dense(ctx, query, pool, w, ids)])
+        return search(None, None) + (search(where, preferred) if where else [])
+
+    def fulltext_lists() -> list[list[dict]]:
+        return [fulltext(ctx, query, pool)] + (
+            [fulltext(ctx, words, pool, where)] if where else [])
+
+    ranked: list[tuple[dict, float]]
+    if variant == "dense":
+        ranked = rrf(*dense_lists())
     elif variant == "fulltext":
-        ranked = [(r, float(r["_score"])) for r in fulltext(ctx, words, pool, where)]
+        ranked = rrf(*fulltext_lists())
     else:
-        d = (_dense_lists(ctx, query, pool, where, doc_ids) if ml
-             else [dense(ctx, query, pool, where, doc_ids)])
-        f = fulltext(ctx, words, pool, where)
-        ranked = rrf(*d, f)
+        f = fulltext_lists()
+        ranked = rrf(*dense_lists(), *f)
         if variant.startswith("hybrid+rerank"):
-            boost = statement_boosts(ctx, query, where)
+            boost = statement_boosts(ctx, query)
             ranked += statement_rows(ctx, boost, {r["chunk_id"] for r, _ in ranked})
             summary = (summary_cosines(ctx, query, [r["chunk_id"] for r, _ in ranked])
                        if variant.endswith("+summary") else None)
-            ranked, dense_scores = rerank(ctx, query, ranked,
-                                          {r["chunk_id"]: float(r["_score"]) for r in f},
-                                          summary, words=words)
+            bm25: dict[str, float] = {}
+            for lst in f:  # one index, one scoring: the better of the two queries' scores
+                for r in lst:
+                    bm25[r["chunk_id"]] = max(bm25.get(r["chunk_id"], 0.0), float(r["_score"]))
+            ranked, dense_scores = rerank(ctx, query, ranked, bm25, summary, words=words)
             if boost:
                 ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
                                  for r, s in ranked), key=lambda rs: -rs[1])
             if ctx.pages_total >= k:
                 ranked = page_support(ranked)
+            if routing.scores:  # the routing prior: the named company's, period's, form's
+                ranked = sorted(((r, s + routing.scores.get(r["doc_id"], 0.0))
+                                 for r, s in ranked), key=lambda rs: -rs[1])
             if ml:  # a slot for the other language (multilingual.py), placed after every
                 # re-sort by score: boosts and page support would push it back out
                 ranked = multilingual.keep_other_language(ctx, query, ranked, dense_scores, k)

@@ -1,0 +1,182 @@
+"""The issuer registry: which stored documents a query's company words point at.
+
+Built from the corpus's own document profiles (resources/nlp/issuer.py): each issuer's legal
+name, its short forms, former names and ticker. One company often files under several names
+(a rename, "Wal-Mart Stores, Inc." then "Walmart Inc."): documents whose profiles share a
+ticker, or whose former name is another's name, are one company.
+
+A query names a company when one of these forms occurs in it:
+- exactly, as whole words, after folding case, accents, apostrophes and hyphens ("walmart" for
+  "Wal-Mart", "mcdonalds" for "McDonald's");
+- by a ticker or initials, in capitals as written ("IBM", never "ibm" or "It");
+- by its leading word, when that word is distinctive: capitalised in the query, not a common
+  English word, and no other issuer of the corpus starts with it ("Exxon" for "Exxon Mobil
+  Corporation");
+- fuzzily (rapidfuzz), for a long form typed with a slip ("Lockhead Martin").
+Each match has a strength in (0, 1]; routing (resources/recall/documents.py) turns it into a
+prior, never a filter.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from rapidfuzz import fuzz
+
+from resources.nlp.issuer import DocumentProfile
+
+EXACT, TICKER, LEADING_WORD = 1.0, 0.95, 0.8
+FUZZY_MIN_RATIO = 88  # rapidfuzz ratio (0-100) for a typed slip; below it, another word
+FUZZY_MIN_CHARS = 6  # shorter forms only match exactly: "Meta" is one letter from "Beta"
+# Words that begin many company names and mean nothing alone; a leading word among them
+# never names a company by itself ("General" of "General Widgets Corporation").
+COMMON_LEADING_WORDS = frozenset(
+    "american national international general united first global new north south east west "
+    "central southern northern eastern western pacific atlantic standard consolidated royal "
+    "federal capital bank trust energy public service services financial digital data health "
+    "allied continental universal great the old big best home life power world".split())
+_SHOUTED = re.compile(r"[A-Z0-9&.]{1,5}")
+
+
+def fold(text: str) -> str:
+    """Lower case, accents, possessives and apostrophes dropped, every other non-word character
+    a space: "O’Malley’s" -> "omalley", "Société Générale" -> "societe generale"."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c))
+    text = re.sub(r"['’`]s\b", "", text.lower())  # a possessive, or a name's own "'s"
+    text = re.sub(r"['’`]", "", text)
+    return " ".join(re.sub(r"[^\w&]+", " ", text).split())
+
+
+def squash(text: str) -> str:
+    """`fold` without spaces: "wal mart" and "walmart" read the same."""
+    return fold(text).replace(" ", "")
+
+
+@dataclass
+class Company:
+    """One issuer of the corpus: its documents and every form people use for it."""
+
+    key: str
+    doc_ids: list[str] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)  # legal and former names, as written
+    forms: set[str] = field(default_factory=set)  # folded long forms
+    tickers: set[str] = field(default_factory=set)  # capitals, matched as written
+    leading: str = ""  # a distinctive first word (folded), or ""
+
+
+@dataclass(frozen=True)
+class CompanyMatch:
+    company: Company
+    strength: float
+    form: str  # the words of the query that named it, as written there
+
+
+def _forms(profile: DocumentProfile) -> tuple[list[str], set[str]]:
+    names = [n for n in (profile.issuer, *getattr(profile, "former_names", ())) if n]
+    tickers = {a for a in (profile.ticker, *profile.aliases)
+               if a and _SHOUTED.fullmatch(a) and not re.fullmatch(r"\d+[A-Z]*", a)}
+    longs = [a for a in (*names, *profile.aliases) if a and a not in tickers]
+    return names + [a for a in longs if a not in names], tickers
+
+
+class IssuerRegistry:
+    """The companies of a corpus, built from its documents' profiles (module docstring)."""
+
+    def __init__(self, profiles: Mapping[str, DocumentProfile]) -> None:
+        companies: list[Company] = []
+        for doc_id, profile in sorted(profiles.items()):
+            longs, tickers = _forms(profile)
+            folded = {fold(f) for f in longs if len(squash(f)) >= 2}
+            if not folded and not tickers:
+                continue
+            same = [c for c in companies if c.tickers & tickers
+                    or {squash(f) for f in folded} & {squash(f) for f in c.forms}]
+            company = same[0] if same else Company(key=doc_id)
+            for other in same[1:]:  # this document links two companies seen apart so far
+                company.doc_ids += other.doc_ids
+                company.names += other.names
+                company.forms |= other.forms
+                company.tickers |= other.tickers
+                companies.remove(other)
+            if not same:
+                companies.append(company)
+            company.doc_ids.append(doc_id)
+            company.names += [n for n in longs[:1 + len(getattr(profile, "former_names", ()))]
+                              if n not in company.names]
+            company.forms |= folded
+            company.tickers |= tickers
+        self.companies = companies
+        self._leading_words(companies)
+
+    @staticmethod
+    def _leading_words(companies: list[Company]) -> None:
+        firsts: dict[str, set[str]] = {}
+        for c in companies:
+            for form in c.forms:
+                words = form.split()
+                if len(words) >= 2:
+                    firsts.setdefault(words[0], set()).add(c.key)
+        for c in companies:
+            for form in sorted(c.forms, key=len):
+                words = form.split()
+                first = words[0] if len(words) >= 2 else ""
+                if (len(first) >= 4 and first.isalpha() and first not in COMMON_LEADING_WORDS
+                        and firsts.get(first) == {c.key}):
+                    c.leading = first
+                    break
+
+    def match(self, query: str) -> list[CompanyMatch]:
+        """The companies the query names, strongest first (one match per company)."""
+        folded = f" {fold(query)} "
+        tokens = folded.split()
+        grams = {" ".join(tokens[i:i + n]) for n in range(1, 6)
+                 for i in range(len(tokens) - n + 1)}
+        squashed = {g.replace(" ", ""): g for g in grams}
+        capitalised = {fold(w) for w in re.findall(r"\b[A-Z][\w’'&-]*", query)}
+        # words written with a capital or a digit anywhere ("eBay", "3M", "ACME")
+        marked = {squash(w) for w in re.findall(r"[\w’'&-]*[A-Z0-9][\w’'&-]*", query)}
+        best: dict[str, CompanyMatch] = {}
+
+        def keep(c: Company, strength: float, form: str) -> None:
+            old = best.get(c.key)
+            # at equal strength the longer form says more ("Acme Widgets" over "Acme")
+            if old is None or (strength, len(form)) > (old.strength, len(old.form)):
+                best[c.key] = CompanyMatch(c, strength, form)
+
+        for c in self.companies:
+            for t in c.tickers:
+                if re.search(r"(?<![\w&])" + re.escape(t) + r"(?![\w&])", query):
+                    keep(c, TICKER, t)
+            for form in c.forms:
+                s = form.replace(" ", "")
+                if s in squashed and " " not in squashed[s] and s not in marked:
+                    continue  # one word in lower case: "block", "target" are words first
+                if f" {form} " in folded:
+                    keep(c, EXACT, form)
+                elif s in squashed:
+                    keep(c, EXACT, squashed[s])
+                elif len(s) >= FUZZY_MIN_CHARS:
+                    near = [g for g, words in squashed.items() if abs(len(g) - len(s)) <= 2
+                            and (" " in words or g in marked)]
+                    scored = [(fuzz.ratio(s, g), g) for g in near]
+                    ratio, g = max(scored, default=(0.0, ""))
+                    if ratio >= FUZZY_MIN_RATIO:
+                        keep(c, EXACT * ratio / 100 * 0.9, squashed[g])
+            if c.leading and c.leading in capitalised and f" {c.leading} " in folded:
+                keep(c, LEADING_WORD, c.leading)
+        return sorted(best.values(), key=lambda m: (-m.strength, -len(m.form), m.company.key))
+
+    def knows(self, name: str) -> bool:
+        """Whether a name a query seems to use is one of the corpus's companies."""
+        return bool(self.match(name))
+
+
+def registry_from(profiles: Mapping[str, DocumentProfile],
+                  doc_ids: Iterable[str] | None = None) -> IssuerRegistry:
+    """The registry of the given documents' profiles (all of `profiles` when None)."""
+    keep = set(doc_ids) if doc_ids is not None else None
+    return IssuerRegistry({d: p for d, p in profiles.items() if keep is None or d in keep})
