@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz
 
-from resources.nlp.issuer import DocumentProfile
+from resources.nlp.issuer import DocumentProfile, short_forms
 
 EXACT, TICKER, LEADING_WORD = 1.0, 0.95, 0.8
 FUZZY_MIN_RATIO = 88  # rapidfuzz ratio (0-100) for a typed slip; below it, another word
@@ -109,8 +109,40 @@ class IssuerRegistry:
                               if n not in company.names]
             company.forms |= folded
             company.tickers |= tickers
-        self.companies = companies
-        self._leading_words(companies)
+        self.companies = self._join_renamed(companies)
+        self._leading_words(self.companies)
+
+    @staticmethod
+    def _join_renamed(companies: list[Company]) -> list[Company]:
+        """Joins companies whose name without its legal suffix extends the other's by words
+        ("Acme Systems" and "Acme", the same issuer before and after dropping a word, a filing
+        of the years before tickers were on covers), when the shorter name's first word is
+        distinctive (not a word that begins many names: "General")."""
+        def core_words(c: Company) -> list[tuple[str, ...]]:
+            return [tuple(fold(short_forms(n)[0] if short_forms(n) else n).split())
+                    for n in c.names if n]
+
+        def extends(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+            short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+            return (bool(short) and long_[:len(short)] == short and len(short[0]) >= 4
+                    and short[0] not in COMMON_LEADING_WORDS)
+
+        merged = True
+        while merged:
+            merged = False
+            for i, first in enumerate(companies):
+                for second in companies[i + 1:]:
+                    if any(extends(a, b) for a in core_words(first) for b in core_words(second)):
+                        first.doc_ids += second.doc_ids
+                        first.names += [n for n in second.names if n not in first.names]
+                        first.forms |= second.forms
+                        first.tickers |= second.tickers
+                        companies.remove(second)
+                        merged = True
+                        break
+                if merged:
+                    break
+        return companies
 
     @staticmethod
     def _leading_words(companies: list[Company]) -> None:
@@ -168,7 +200,12 @@ class IssuerRegistry:
                         keep(c, EXACT * ratio / 100 * 0.9, squashed[g])
             if c.leading and c.leading in capitalised and f" {c.leading} " in folded:
                 keep(c, LEADING_WORD, c.leading)
-        return sorted(best.values(), key=lambda m: (-m.strength, -len(m.form), m.company.key))
+        # a name inside a longer matched name is part of it: "General" of "General Widgets"
+        found = list(best.values())
+        found = [m for m in found if not any(
+            o is not m and len(fold(o.form)) > len(fold(m.form))
+            and f" {fold(m.form)} " in f" {fold(o.form)} " for o in found)]
+        return sorted(found, key=lambda m: (-m.strength, -len(m.form), m.company.key))
 
     def knows(self, name: str) -> bool:
         """Whether a name a query seems to use is one of the corpus's companies."""

@@ -64,6 +64,8 @@ _CANDIDATE_NAME = re.compile(
 COMPANY_PRIOR = 0.30
 PERIOD_PRIOR = 0.12
 FORM_PRIOR = 0.06
+# No period named: the company's latest filing gains up to this much (it says what holds now).
+RECENCY_PRIOR = 0.03
 # A query naming a period but no company: the period's filings get this share of the prior
 # (many companies file for one year; the period is weaker evidence than a name).
 PERIOD_ONLY_SHARE = 0.5
@@ -226,8 +228,8 @@ def query_forms(query: str) -> set[str]:
 
 def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) -> float:
     """How well a document's period fits the one a query names, in [0, 1]: the named quarter
-    (or, with no quarter named, the named fiscal year's annual filing) 1.0; another filing of
-    that fiscal year 0.5; else 0."""
+    (or, with no quarter named, the annual filing of the latest fiscal year named) 1.0; another
+    filing of a named fiscal year 0.5; else 0."""
     period = profile.fiscal_period or ""
     if quarters:
         if period in quarters or any(" " not in q and period.startswith(q + " ") and (
@@ -237,7 +239,11 @@ def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) 
         return 0.5 if profile.fiscal_year in named_years else 0.0
     if profile.fiscal_year not in years:
         return 0.0
-    return 1.0 if not period.startswith("Q") else 0.5
+    # several years named ("FY2022 compared to FY2021"): the latest year's annual filing
+    # reports the earlier ones beside it (a 10-K's comparative columns), so it fits best
+    if period.startswith("Q") or profile.fiscal_year != max(years):
+        return 0.5
+    return 1.0
 
 
 def unknown_company(query: str, registry: IssuerRegistry | None = None) -> str | None:
@@ -331,6 +337,8 @@ def route(ctx: RecallContext, query: str) -> Routing:
             for d in m.company.doc_ids:
                 if d in ctx.ok_doc_ids:
                     scores[d] = document_prior(profiles[d], m.strength, years, quarters, forms)
+        if not years and not quarters:  # no period named: the company's latest filing says
+            _add_recency(scores, profiles)  # what holds now ("who is the CFO")
         by = "company+period" if (years or quarters) and any(
             period_match(profiles[d], years, quarters) > 0 for d in scores) else "company"
         result = Routing(_best_first(scores), scores, by,
@@ -356,6 +364,18 @@ def document_prior(profile: DocumentProfile, company: float, years: set[int],
     return (COMPANY_PRIOR * company
             + PERIOD_PRIOR * period_match(profile, years, quarters)
             + FORM_PRIOR * (profile.form_type in forms))
+
+
+def _add_recency(scores: dict[str, float], profiles: dict[str, DocumentProfile]) -> None:
+    """Adds up to RECENCY_PRIOR to the preferred documents by how recent their period is (the
+    latest gets all of it), in place."""
+    def when(d: str) -> tuple:
+        p = profiles[d]
+        return (p.fiscal_year or 0, p.fiscal_period or "", getattr(p, "dated", "") or "")
+
+    ordered = sorted(scores, key=when)
+    for i, d in enumerate(ordered):
+        scores[d] += RECENCY_PRIOR * (i / (len(ordered) - 1) if len(ordered) > 1 else 1.0)
 
 
 def _best_first(scores: dict[str, float]) -> list[str]:

@@ -87,3 +87,14 @@ def test_odd_legal_name_shapes_never_raise():
        st.text(max_size=60))
 def test_any_name_and_any_query_never_raise(name, query):
     IssuerRegistry({"x": profile(name)}).match(query)
+
+
+def test_a_name_that_dropped_a_word_is_the_same_company_a_common_first_word_is_not():
+    registry = IssuerRegistry({"old": profile("Quillfeather Systems Incorporated"),
+                               "new": profile("Quillfeather Inc.", "QFT"),
+                               "g1": profile("General Widgets Corporation"),
+                               "g2": profile("General Corporation")})
+    company = registry.match("Quillfeather's FY2015 revenue")[0].company
+    assert sorted(company.doc_ids) == ["new", "old"]
+    assert [sorted(m.company.doc_ids) for m in registry.match("General Widgets revenue")] == [
+        ["g1"]]
