@@ -46,6 +46,16 @@ def unreadable(text: str) -> bool:
     return undecoded > MAX_UNDECODED_SHARE * len(chars) or alnum < MIN_ALNUM_SHARE * len(chars)
 
 
+def cut_in_xref_table(data: bytes) -> bool:
+    """Whether a file without %%EOF was cut inside the classic cross-reference table that
+    follows its last object (a download stopped a few bytes short): every object is whole and
+    a reader rebuilds the table by scanning them, so nothing of the content is lost. A file cut
+    inside an object or a stream is not."""
+    last = data.rfind(b"endobj")
+    tail = data[last + 6:] if last >= 0 else b""
+    return bool(tail) and b"xref" in tail and b"obj" not in tail and b"stream" not in tail
+
+
 def check_bytes(data: bytes, name: str) -> list[str]:
     """The checks that need no parser (empty, not a PDF, truncated); raises DocumentError, or
     returns warnings. `h3 index-build` runs them before launching a run (cheap: no parsing)."""
@@ -59,9 +69,12 @@ def check_bytes(data: bytes, name: str) -> list[str]:
     if not data.lstrip().startswith(b"%PDF-"):
         warnings.append(f"{name}: {data.index(b'%PDF-')} bytes before the %PDF header ignored")
     eof = data.rfind(b"%%EOF")
-    if eof < 0 or b"obj" in data[eof:]:  # cut off, or cut inside an appended update
+    if eof < 0 and cut_in_xref_table(data):
+        warnings.append(f"{name}: truncated inside its cross-reference table (no %%EOF): every "
+                        "object is whole, the reader rebuilds the table")
+    elif eof < 0 or b"obj" in data[eof:]:  # cut off, or cut inside an appended update
         raise DocumentError(f"{name}: truncated PDF (no %%EOF marker at the end of the file)")
-    if data[eof + 5:].strip(b"\r\n\t \0"):
+    if eof >= 0 and data[eof + 5:].strip(b"\r\n\t \0"):
         warnings.append(f"{name}: {len(data) - eof - 5} bytes of junk after %%EOF ignored")
     return warnings
 

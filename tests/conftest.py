@@ -47,7 +47,7 @@ def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> dict:
     corpus = base / "corpus"
     shutil.copytree(SAMPLE_CORPUS, corpus)
     with h3_home_env(base / "h3") as home:
-        report = ingest([str(corpus)])
+        report = ingest([str(corpus)], compress=True)  # the compressed layer too
     return {"home": home, "corpus": corpus, "report": report}
 
 

@@ -9,9 +9,11 @@ another reason (a crash, not a bad document), its documents are retried one run 
 culprit is isolated. Files that fail the parser-free checks (empty, not a PDF, truncated) are
 recorded as failed without any run when no other file needs one.
 
-After ingesting, when any document changed, the corpus-level `compress_corpus` job (token PCA ->
-chunk pooling -> document index) runs once, in the same Dagster instance; it is skipped when the
-corpus is too small to fit it, and its failure is reported (`compress`), never index-build's.
+With `--compress`, when any document changed, the corpus-level `compress_corpus` job (token PCA
+-> chunk pooling -> document index) runs once afterwards, in the same Dagster instance; it is
+skipped when the corpus is too small to fit it, and its failure is reported (`compress`, with
+what it leaves out), never index-build's. Without it (the default) the report says it was not
+requested: recall does not read what it builds (see `ingest`).
 """
 
 from __future__ import annotations
@@ -55,16 +57,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="with --executor dask: the cluster's scheduler ($H3_DASK_SCHEDULER); "
                         "none: a LocalCluster of --workers processes for this command")
     p.add_argument("--workers", type=int, default=2, help="LocalCluster size (default 2)")
+    p.add_argument("--compress", action="store_true",
+                   help="then run the corpus-level compress_corpus job (token PCA, chunk pooling, "
+                        "document index); off by default: recall does not need it")
 
 
 def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
-           job=None, compress: bool | None = None, executor: str = "in_process",
+           job=None, compress: bool = False, executor: str = "in_process",
            dask_scheduler: str | None = None, workers: int = 2) -> dict:
     """Registers and ingests; returns the INTERFACES.md index-build report (no printing).
 
     `job`: the Dagster job to run (default: `ingest_documents` from the code location).
-    `compress`: run `compress_corpus` afterwards when something changed (default: only with the
-    default job, whose per-document stages write the token vectors it needs).
+    `compress`: run `compress_corpus` afterwards when something changed (only with the default
+    job, whose per-document stages write the token vectors it needs). Off by default: no recall
+    mode reads what it builds (`--mode documents` ranks by the pages' evidence), its pooler
+    fails its own separation check on a corpus of one industry, and on the 74 development
+    filings (6,468 pages) its token PCA and pooling ran out of a 24 GiB machine's memory.
     `executor`: "in_process" (one batch run after another, in this process) or "dask": the
     batches (at most `batch_size` documents, small enough that every worker gets some) run as
     concurrent runs whose steps execute on the cluster at `dask_scheduler`, or on a
@@ -92,8 +100,8 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         todo = []
     todo_ids = [r.doc_id for r in todo]
     add_partitions(instance, todo_ids)
-    if compress is None:
-        compress = job is None
+    default_job = job is None
+    compress = compress and default_job
     job = job or defs.resolve_job_def("ingest_documents")
     files_of = {r.doc_id: r.source for r in todo}
     bar = Progress(len(todo_ids), "index-build", show_progress)
@@ -108,11 +116,15 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     bar.close()
     report = _report(store, registrations, run_ids)
     report["paths_without_pdf"] = empty
-    if compress and report["ok"] > 0:
+    if default_job and report["ok"] > 0:  # a second language's vectors (Chinese recall)
         report["multilingual"] = multilingual_vectors(store, instance)
         if report["multilingual"].get("run_id"):
             report["run_ids"].append(report["multilingual"]["run_id"])
-    if compress:
+    if not compress:
+        report["compress"] = {"status": "skipped", "run_id": None,
+                              "reason": "not requested (h3 index-build --compress, or the "
+                                        "compress_corpus job in the UI)"}
+    else:
         # Only a stored document changes the corpus: new bytes that fail keep their file's last
         # good version (assets/store.py), and the same bad bytes failing again change nothing.
         report["compress"] = compress_corpus(store, instance, changed=report["ok"] > 0)
@@ -343,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
             report = ingest(args.path, args.batch_size, show_progress=not args.json,
                             executor=args.executor or executor_default(),
                             dask_scheduler=args.dask_scheduler or os.environ.get(SCHEDULER_ENV),
-                            workers=args.workers)
+                            workers=args.workers, compress=args.compress)
     except (ScaleOutError, StoreUnreachableError) as exc:  # one line, no traceback
         raise CliError(str(exc)) from None
     report["seconds"] = round(time.perf_counter() - t0, 2)

@@ -62,7 +62,7 @@ _CANDIDATE_NAME = re.compile(
 # named company's filings rise above other companies' similar pages, the filing of the named
 # period and form above the company's others; a much better page elsewhere still wins.
 COMPANY_PRIOR = 0.30
-PERIOD_PRIOR = 0.12
+PERIOD_PRIOR = 0.30
 FORM_PRIOR = 0.06
 # No period named: the company's latest filing gains up to this much (it says what holds now).
 RECENCY_PRIOR = 0.03

@@ -67,6 +67,7 @@ class LanceDocumentStore(DocumentStore):
         import lancedb
 
         self.path = Path(path)
+        self._fts_columns: dict[str, str] = {}  # table -> its full-text index's column
         try:
             self.path.mkdir(parents=True, exist_ok=True)
             probe = self.path / f".probe-{os.getpid()}-{threading.get_ident()}"
@@ -173,10 +174,10 @@ class LanceDocumentStore(DocumentStore):
     def text_search(self, table: str, query: str, k: int, where: str | None = None,
                     columns: Sequence[str] | None = None) -> list[Row]:
         handle = self._open(table)
-        index = self._fts_index(handle, TABLES[table].fts_columns if table in TABLES else ())
-        if handle is None or not index or not query.strip():
+        column = self._fts_column(table, handle)
+        if handle is None or not column or not query.strip():
             return []
-        builder = handle.search(query, query_type="fts", fts_columns=index.columns[0]).limit(k)
+        builder = handle.search(query, query_type="fts", fts_columns=column).limit(k)
         if where:
             builder = builder.where(where, prefilter=True)
         if columns:
@@ -184,6 +185,18 @@ class LanceDocumentStore(DocumentStore):
         return builder.to_list()
 
     # ---- indexes ----
+    def _fts_column(self, table: str, handle) -> str | None:
+        """The column of the table's full-text index. Listing a table's indexes costs ~9 ms, as
+        much as the search itself, so a found one is remembered (an index, once built, stays on
+        its column; a table without one is asked again next time)."""
+        known = self._fts_columns
+        if table not in known:
+            index = self._fts_index(handle, TABLES[table].fts_columns if table in TABLES else ())
+            if index is None:
+                return None
+            known[table] = index.columns[0]
+        return known[table]
+
     @staticmethod
     def _fts_index(handle, preferred: Sequence[str] = ()) -> object | None:
         """The full-text index to search: one on a column the table spec names first (a store
@@ -194,6 +207,7 @@ class LanceDocumentStore(DocumentStore):
         return next((ix for ix in found if ix.columns[0] in preferred), found[0] if found else None)
 
     def ensure_indexes(self, table: str, rebuild_fts: bool = False) -> dict[str, str]:
+        self._fts_columns.pop(table, None)  # read again after (re)building
         spec = TABLES.get(table)
         handle = self._open(table)
         done: dict[str, str] = {}

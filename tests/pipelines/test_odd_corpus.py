@@ -45,7 +45,7 @@ def test_odd_corpus_ingests_each_file_on_its_own_merits(h3_home, tmp_path, capsy
 
     corpus = tmp_path / "odd"
     odd_corpus(corpus)
-    assert main(["index-build", "--path", str(corpus), "--json"]) == 1  # two bad files
+    assert main(["index-build", "--path", str(corpus), "--json", "--compress"]) == 1  # two bad files
     report = json.loads(capsys.readouterr().out)
     docs = {d["source"].rsplit("/", 1)[-1]: d for d in report["documents"]}
     assert {n: d["status"] for n, d in docs.items()} == {
@@ -77,7 +77,7 @@ def test_odd_corpus_ingests_each_file_on_its_own_merits(h3_home, tmp_path, capsy
     assert 0 <= x0 < x1 <= 842 and 0 <= y0 < y1 <= 595
 
     counts = store.counts()
-    again = ingest([str(corpus)])
+    again = ingest([str(corpus)], compress=True)
     assert (again["ok"], again["unchanged"], again["failed"]) == (0, 4, 2)
     assert again["compress"] == {"status": "skipped", "reason": "no document changed",
                                  "run_id": None}

@@ -88,7 +88,8 @@ def test_two_workers_on_postgres_store_what_one_process_does(ingested_sample, po
         killer = threading.Thread(target=_kill_a_worker_mid_step,
                                   args=(client, "embeddings", killed), daemon=True)
         killer.start()
-        report = ingest([str(corpus)], executor="dask", dask_scheduler=cluster.scheduler_address)
+        report = ingest([str(corpus)], executor="dask", dask_scheduler=cluster.scheduler_address,
+                        compress=True)
         killer.join(timeout=5)
         assert killed, "no worker was killed: the test did not test recovery"
         assert (report["ok"], report["failed"]) == (3, 0), report
