@@ -12,7 +12,6 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
-    AutomationCondition,
     Failure,
     MaterializeResult,
     MetadataValue,
@@ -33,7 +32,6 @@ def index_path() -> Path:
 
 
 @asset(group_name="compression", kinds={"faiss"}, deps=[chunk_pooling],
-       automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="1024-d document vectors and their FAISS index under $H3_HOME/semantic.")
 def doc_index(context: AssetExecutionContext, store: DocumentStoreResource) -> MaterializeResult:
     db = store.get_store()

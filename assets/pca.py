@@ -14,7 +14,6 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
-    AutomationCondition,
     BackfillPolicy,
     Config,
     Failure,
@@ -105,7 +104,6 @@ def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, co
 
 
 @asset(group_name="compression", kinds={"numpy"}, deps=[token_vectors],
-       automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="Token-level PCA fitted on this corpus's own token vectors "
                    "(hbf.compression_pca_dim >= 128), saved as safetensors with lineage.")
 def token_pca(context: AssetExecutionContext, store: DocumentStoreResource) -> MaterializeResult:

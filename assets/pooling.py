@@ -15,7 +15,6 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
-    AutomationCondition,
     Failure,
     MaterializeResult,
     asset,
@@ -54,7 +53,6 @@ def load_pooler(path: Path | None = None) -> tuple[ChunkPooler, dict]:
 
 
 @asset(group_name="compression", kinds={"torch", "lancedb"}, deps=[token_pca],
-       automation_condition=AutomationCondition.eager(),  # `dagster dev`: refit after ingest
        description="512-d chunk summaries from a small contrastively trained pooling MLP over "
                    "PCA-reduced tokens (LanceDB `chunk_summaries`, weights as safetensors).")
 def chunk_pooling(context: AssetExecutionContext, store: DocumentStoreResource) -> MaterializeResult:

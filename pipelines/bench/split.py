@@ -43,5 +43,11 @@ def halves(files: Iterable[str]) -> dict[str, str]:
     return {key: half[canonical[key]] for key in keys}
 
 
+def same_company(file_a: str, file_b: str) -> bool:
+    """Whether two development files are filings of one company (file-name prefixes, a typing
+    slip between them allowed)."""
+    return _same_company(company_key(file_a), company_key(file_b))
+
+
 def half_of(file: str, split: dict[str, str]) -> str:
     return split[company_key(file)]

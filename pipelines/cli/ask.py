@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli.annotate import weak_line
+from pipelines.cli.annotate import notes_of, weak_line
 from pipelines.cli.output import CliError, emit, log
 
 
@@ -52,9 +52,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         from resources.recall import recall
 
-        evidence = recall(db, [args.question], k=args.k)[0]["hits"]
+        recalled = recall(db, [args.question], k=args.k)[0]
+        evidence = recalled["hits"]
         if not evidence:
             raise CliError("no evidence recalled (is the store empty? run `h3 index-build`)")
+        reason = refusal_reason(recalled)
+        if reason:  # nothing to answer from: say why, never let the model make one up
+            emit({"answer": "", "refused": True, "reason": reason, "evidence": evidence,
+                  "stats": {}}, args.json,
+                 human=f"refused: {reason}\n\n{evidence_pages(evidence)}")
+            return 0
     log("ask: loading the runtime ...")
     runtime = H3RuntimeResource().get_runtime()
     if args.doc:
@@ -70,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
     stats = answer.stats
     if stats["integrity_errors"]:
         log(f"ask: {stats['integrity_errors']} corrupted cold KV span(s) detected and recomputed")
-    result = {"answer": answer.text, "evidence": evidence[:args.k] if args.doc else evidence,
-              "stats": stats}
+    result = {"answer": answer.text, "refused": False, "reason": None,
+              "evidence": evidence[:args.k] if args.doc else evidence, "stats": stats}
     weak = weak_line(evidence) if not args.doc else None
     human = (f"{answer.text}\n\n{evidence_pages(result['evidence'])}\n"
              + (f"{weak.strip()}\n" if weak else "") + f"-- ttft {stats['ttft_s']:.3f} s, total {stats['total_s']:.3f} s, "
@@ -79,6 +86,16 @@ def run(args: argparse.Namespace) -> int:
              f"{stats['kv_tokens_loaded_cold']} loaded from the cold tier")
     emit(result, args.json, human=human)
     return 0
+
+
+def refusal_reason(recalled: dict) -> str | None:
+    """Why the recalled evidence cannot answer the question, or None: the question names a
+    company no stored document is from (recall's note), or the best evidence is a weak match."""
+    notes = notes_of(recalled)
+    if any("no document in the corpus is from" in n for n in notes):
+        return next(n for n in notes if "no document in the corpus is from" in n)
+    weak = weak_line(recalled["hits"])
+    return weak.strip() if weak else None
 
 
 def evidence_pages(evidence: list[dict]) -> str:

@@ -63,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, H3HomeError, ConfigError) as exc:  # a bad h3_config.yaml: its key, no trace
         print(f"h3 {args.command}: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `h3 stats | head`: the reader left; stop quietly, as shell tools do
+        # Python would print a second error flushing stdout at exit: point it at devnull
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool stopped by a closed pipe
     except OSError as exc:  # a full or read-only disk under H3_HOME: say so, no traceback
         if exc.errno not in STORAGE_ERRNOS:
             raise

@@ -4,6 +4,7 @@ feature rerank of the fused pool. Variants are selectable so the benchmark compa
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -109,6 +110,11 @@ def fulltext(ctx: RecallContext, query: str, n: int, where: str | None = None) -
     cleaned = fts_form(" ".join(_FTS_UNSAFE.sub(" ", query).split()))
     return ctx.store.text_search("chunks", cleaned, n, where=where,
                                  columns=COLUMNS) if cleaned else []
+
+
+# Two store searches at a time for one query (the dense lists beside the full-text ones): the
+# wait is in LanceDB's native code, which releases the GIL.
+_SEARCHES = ThreadPoolExecutor(max_workers=2, thread_name_prefix="h3-recall")
 
 
 def preferred_documents(ctx: RecallContext, query: str) -> list[str]:
@@ -259,8 +265,11 @@ def text_recall(ctx: RecallContext, query: str, k: int,
     elif variant == "fulltext":
         ranked = rrf(*fulltext_lists())
     else:
+        ctx.query_vector(query)  # computed once here, not by two threads at once
+        # the store searches wait in LanceDB's native code: run side by side, not in turn
+        d_future = _SEARCHES.submit(dense_lists)
         f = fulltext_lists()
-        ranked = rrf(*dense_lists(), *f)
+        ranked = rrf(*d_future.result(), *f)
         if variant.startswith("hybrid+rerank"):
             boost = statement_boosts(ctx, query)
             ranked += statement_rows(ctx, boost, {r["chunk_id"] for r, _ in ranked})

@@ -74,3 +74,12 @@ def test_recalled_evidence_reuses_stored_chunks(home, capsys):
 def test_unknown_document_is_a_clear_error(home, capsys):
     assert main(["ask", "anything", "--doc", "0000000000000000", "--json"]) == 2
     assert "--doc 0000000000000000: not in the store" in capsys.readouterr().err
+
+
+def test_a_company_the_store_lacks_is_refused_with_the_reason(home, capsys):
+    out = ask(capsys, "What was Tesla's automotive gross margin in Q3 2023?")
+    assert out["refused"] is True and "Tesla" in out["reason"] and out["answer"] == ""
+    assert out["evidence"]  # what recall found is still shown, for the user to judge
+    assert not out["stats"]  # the model never ran
+    answered = ask(capsys, "What was the total revenue in 2023?", "--k", "3")
+    assert answered["refused"] is False and answered["reason"] is None

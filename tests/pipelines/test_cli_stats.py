@@ -49,3 +49,17 @@ def test_table_specs_are_declared_in_the_schema_module_only():
     declaring = sorted(str(p.relative_to(root)) for package in ("assets", "resources", "pipelines")
                        for p in (root / package).rglob("*.py") if "TableSpec(" in p.read_text())
     assert declaring == ["resources/store/tables.py"]
+
+
+def test_a_closed_pipe_ends_the_command_quietly(tmp_path):
+    """`h3 stats | head -1`: no BrokenPipeError traceback on stderr."""
+    import subprocess
+    import sys
+
+    script = ("import sys; from pipelines.cli.main import main; sys.exit(main(['stats']))")
+    env = {**__import__("os").environ, "H3_HOME": str(tmp_path / "h3")}
+    shell = f"{sys.executable} -c \"{script}\" | head -c 1 > /dev/null"
+    proc = subprocess.run(["bash", "-c", shell + "; echo ${PIPESTATUS[0]} >&2"],
+                          capture_output=True, text=True, env=env, timeout=120,
+                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[2]))
+    assert "Traceback" not in proc.stderr and "BrokenPipeError" not in proc.stderr, proc.stderr

@@ -203,3 +203,13 @@ def test_a_profile_from_an_older_profiler_is_read_again_once_and_kept(tmp_path, 
     documents._PROFILE_CACHE.clear()
     monkeypatch.setattr(documents, "profile_pdf", lambda path: 1 / 0)  # must not be needed
     assert documents.document_profiles(context())["d9"].form_type == "10-K"
+
+
+def test_a_stored_company_is_never_called_absent_however_it_is_typed(tmp_path):
+    ctx = _context(tmp_path)
+    for query in ("What did Northwind report?", "northwind trading's margin",
+                  "Revenue of Northwnd Trading in FY2023", "What is NWTH's debt?"):
+        r = route(ctx, query)
+        assert r.note is None and r.by.startswith("company"), query
+    # imperatives and finance words that open a sentence are not names either
+    assert route(ctx, "Give the FY2024 EBITDA. Using GAAP figures only.").note is None
