@@ -12,7 +12,7 @@ SKIP_IN_CHUNKS = ("header", "footer")  # running heads and page numbers only add
 # A "header" whose text (digits aside) is on this many pages, or on every page, is a running
 # head; on fewer it is the page's own heading, which the layout model also calls "header" when
 # it sits at the top of a page (a 10-K's "CONSOLIDATED STATEMENTS OF CASH FLOWS", "Item 1A. Risk
-# Factors": 24 of the 28 distinct header texts of Netflix's 2015 10-K, all left out of chunks)
+# Factors": 24 of the 28 distinct header texts of one development 10-K, all left out of chunks)
 RUNNING_HEAD_PAGES = 3
 HEADING_MAX_WORDS = 12
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+")

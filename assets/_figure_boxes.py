@@ -9,7 +9,7 @@ too thin), page backgrounds (nearly the whole page), shaded text boxes (mostly c
 and table rulings (inside a table found by the `tables` stage). The layout model's own boxes
 are kept unless they hold nothing a figure is drawn with - no raster image, no curve or slanted
 line - and are mostly text (`_text_only`): on SEC filings it calls paragraphs and ruled
-statements "figure" (64 of the 66 figure boxes of Netflix's 2015 10-K, with row shading and
+statements "figure" (64 of the 66 figure boxes of one development 10-K, with row shading and
 rules but no picture), and those are text and tables.
 """
 

@@ -39,7 +39,7 @@ COVER_PAGES = 2
 # Legal suffixes that end a company name (case-insensitive, optional dot and comma before).
 SUFFIXES = (r"Incorporated|Inc|Corporation|Corp|Company|Co|Limited|Ltd|plc|PLC|LLC|L\.L\.C|"
             r"L\.P|LP|N\.V|S\.A|AG|SE|Holdings|Group")
-# "& Co." is one suffix ("Morgan & Co."): the ampersand goes with it
+# "& Co." is one suffix ("Fennimore & Co."): the ampersand goes with it
 _SUFFIX_END = re.compile(r"(?:(?:^|,?\s+)(?:&\s*)?(?:" + SUFFIXES + r")\.?)+\s*$", re.IGNORECASE)
 _HAS_SUFFIX = re.compile(r"(?:^|[\s,])(?:" + SUFFIXES + r")\.?\s*$", re.IGNORECASE)
 _REGISTRANT = re.compile(r"\(?\s*exact name of (?:the )?registrant", re.IGNORECASE)

@@ -2,12 +2,12 @@
 
 Built from the corpus's own document profiles (resources/nlp/issuer.py): each issuer's legal
 name, its short forms, former names and ticker. One company often files under several names
-(a rename, "Wal-Mart Stores, Inc." then "Walmart Inc."): documents whose profiles share a
+(a rename, "Acme-Mart Stores, Inc." then "Acmemart Inc."): documents whose profiles share a
 ticker, or whose former name is another's name, are one company.
 
 A query names a company when one of these forms occurs in it:
-- exactly, as whole words, after folding case, accents, apostrophes and hyphens ("walmart" for
-  "Wal-Mart", "mcdonalds" for "McDonald's");
+- exactly, as whole words, after folding case, accents, apostrophes and hyphens ("acmemart" for
+  "Acme-Mart", "omalley" for "O'Malley's");
 - by a ticker or initials, in capitals as written ("IBM", never "ibm" or "It");
 - by its leading word, when that word is distinctive: capitalised in the query, not a common
   English word, and no other issuer of the corpus starts with it ("Exxon" for "Exxon Mobil
@@ -52,7 +52,7 @@ def fold(text: str) -> str:
 
 
 def squash(text: str) -> str:
-    """`fold` without spaces: "wal mart" and "walmart" read the same."""
+    """`fold` without spaces: "acme mart" and "acmemart" read the same."""
     return fold(text).replace(" ", "")
 
 
@@ -169,7 +169,7 @@ class IssuerRegistry:
                  for i in range(len(tokens) - n + 1)}
         squashed = {g.replace(" ", ""): g for g in grams}
         capitalised = {fold(w) for w in re.findall(r"\b[A-Z][\w’'&-]*", query)}
-        # words written with a capital or a digit anywhere ("eBay", "3M", "ACME")
+        # words written with a capital or a digit anywhere ("eWidget", "4K", "ACME")
         marked = {squash(w) for w in re.findall(r"[\w’'&-]*[A-Z0-9][\w’'&-]*", query)}
         best: dict[str, CompanyMatch] = {}
 
