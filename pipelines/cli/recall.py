@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli.annotate import is_weak, notes_of, weak_line
+from pipelines.cli.annotate import is_weak, notes_of, snippet, weak_line
 from pipelines.cli.output import CliError, emit
 from pipelines.cli.queries_file import read_queries
 
@@ -26,7 +26,7 @@ def _human(results: list[dict]) -> str:
         lines.append(f"> {r['query']}   [{', '.join(r['intent'])}; {r['latency_ms']} ms]")
         for i, h in enumerate(r["hits"], 1):
             box = ", ".join(f"{v:.0f}" for v in h["bbox"])
-            text = " ".join(h["text"].split())[:110]
+            text = snippet(h["text"], r["query"])
             lines.append(f"  {i}. {Path(h['source']).name} p.{h['page']} [{box}] {h['kind']} "
                          f"({h['score']:.3f}): {text}")
         if not r["hits"]:

@@ -142,3 +142,18 @@ def test_text_output_shows_notes_weak_matches_and_evidence_pages():
     assert "weak match" in blocks[1] and "weak match" not in blocks[2]
     assert evidence_pages([hit, {**hit, "page": 1}, {**hit, "source": "/in/b.pdf"}]) == (
         "evidence: report.pdf p.1, 3; b.pdf p.3")
+
+
+def test_a_snippet_shows_the_sentence_that_matched_not_the_chunks_opening():
+    from pipelines.cli.annotate import SNIPPET_WIDTH, snippet
+
+    text = ("Item 7. Management's Discussion and Analysis of Financial Condition and Results of "
+            "Operations. The following table shows our segments. Warehouse rents rose slightly. "
+            "Capital expenditures were $1,577 million in 2018, mostly for new plants and "
+            "equipment. Other items were small.")
+    shown = snippet(text, "capital expenditures 2018")
+    assert "Capital expenditures were $1,577 million" in shown and len(shown) <= SNIPPET_WIDTH + 2
+    assert shown.startswith("…")  # the opening it left out is marked
+    assert snippet("Short text.", "anything") == "Short text."
+    # no query word in it: the opening, as before
+    assert snippet(text, "zebra").startswith("Item 7.")
