@@ -91,9 +91,11 @@ def run(args: argparse.Namespace) -> int:
 def refusal_reason(recalled: dict) -> str | None:
     """Why the recalled evidence cannot answer the question, or None: the question names a
     company no stored document is from (recall's note), or the best evidence is a weak match."""
-    notes = notes_of(recalled)
-    if any("no document in the corpus is from" in n for n in notes):
-        return next(n for n in notes if "no document in the corpus is from" in n)
+    from resources.recall.documents import ABSENT_COMPANY_NOTE
+
+    absent = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
+    if absent:
+        return absent[0]
     weak = weak_line(recalled["hits"])
     return weak.strip() if weak else None
 

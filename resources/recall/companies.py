@@ -67,6 +67,13 @@ class Company:
     tickers: set[str] = field(default_factory=set)  # capitals, matched as written
     leading: str = ""  # a distinctive first word (folded), or ""
 
+    def absorb(self, other: Company) -> None:
+        """Takes in another company found to be this one (a shared ticker or name, a rename)."""
+        self.doc_ids += other.doc_ids
+        self.names += [n for n in other.names if n not in self.names]
+        self.forms |= other.forms
+        self.tickers |= other.tickers
+
 
 @dataclass(frozen=True)
 class CompanyMatch:
@@ -75,12 +82,13 @@ class CompanyMatch:
     form: str  # the words of the query that named it, as written there
 
 
-def _forms(profile: DocumentProfile) -> tuple[list[str], set[str]]:
-    names = [n for n in (profile.issuer, *getattr(profile, "former_names", ())) if n]
+def _forms(profile: DocumentProfile) -> tuple[list[str], list[str], set[str]]:
+    """(legal and former names, every long form: those names and the short forms, tickers)."""
+    names = [n for n in (profile.issuer, *profile.former_names) if n]
     tickers = {a for a in (profile.ticker, *profile.aliases)
                if a and _SHOUTED.fullmatch(a) and not re.fullmatch(r"\d+[A-Z]*", a)}
     longs = [a for a in (*names, *profile.aliases) if a and a not in tickers]
-    return names + [a for a in longs if a not in names], tickers
+    return names, list(dict.fromkeys(names + longs)), tickers
 
 
 class IssuerRegistry:
@@ -89,7 +97,7 @@ class IssuerRegistry:
     def __init__(self, profiles: Mapping[str, DocumentProfile]) -> None:
         companies: list[Company] = []
         for doc_id, profile in sorted(profiles.items()):
-            longs, tickers = _forms(profile)
+            names, longs, tickers = _forms(profile)
             folded = {fold(f) for f in longs if len(squash(f)) >= 2}
             if not folded and not tickers:
                 continue
@@ -97,18 +105,11 @@ class IssuerRegistry:
                     or {squash(f) for f in folded} & {squash(f) for f in c.forms}]
             company = same[0] if same else Company(key=doc_id)
             for other in same[1:]:  # this document links two companies seen apart so far
-                company.doc_ids += other.doc_ids
-                company.names += other.names
-                company.forms |= other.forms
-                company.tickers |= other.tickers
+                company.absorb(other)
                 companies.remove(other)
             if not same:
                 companies.append(company)
-            company.doc_ids.append(doc_id)
-            company.names += [n for n in longs[:1 + len(getattr(profile, "former_names", ()))]
-                              if n not in company.names]
-            company.forms |= folded
-            company.tickers |= tickers
+            company.absorb(Company(doc_id, [doc_id], names, folded, tickers))
         self.companies = self._join_renamed(companies)
         self._leading_words(self.companies)
 
@@ -119,8 +120,7 @@ class IssuerRegistry:
         of the years before tickers were on covers), when the shorter name's first word is
         distinctive (not a word that begins many names: "General")."""
         def core_words(c: Company) -> list[tuple[str, ...]]:
-            return [tuple(fold(short_forms(n)[0] if short_forms(n) else n).split())
-                    for n in c.names if n]
+            return [tuple(fold((short_forms(n) or [n])[0]).split()) for n in c.names if n]
 
         def extends(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
             short, long_ = (a, b) if len(a) <= len(b) else (b, a)
@@ -133,10 +133,7 @@ class IssuerRegistry:
             for i, first in enumerate(companies):
                 for second in companies[i + 1:]:
                     if any(extends(a, b) for a in core_words(first) for b in core_words(second)):
-                        first.doc_ids += second.doc_ids
-                        first.names += [n for n in second.names if n not in first.names]
-                        first.forms |= second.forms
-                        first.tickers |= second.tickers
+                        first.absorb(second)
                         companies.remove(second)
                         merged = True
                         break

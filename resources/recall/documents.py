@@ -38,18 +38,19 @@ from resources.nlp.issuer import (
 from resources.recall.companies import IssuerRegistry, registry_from
 from resources.recall.router import RecallContext, register_intent
 
+log = logging.getLogger(__name__)
 # a data cache, not a client: the profile (issuer, period) of a document stored before profiles
 # were kept in its metadata, read from its PDF once per process rather than once per query
-log = logging.getLogger(__name__)
 _PROFILE_CACHE: dict[tuple[str, str], DocumentProfile] = {}
 _LOCK = threading.Lock()
 _YEAR = re.compile(r"\b(?:FY|fiscal(?:\s+year)?\s*|F)?'?((?:19|20)\d{2})\b", re.IGNORECASE)
 # Words that look like names in a question but are not companies: standard finance acronyms,
 # period labels and question words. (Capitalised words that open a sentence are skipped by
-# position, so imperatives such as "Give ..." or "Using ..." need no list.)
+# position, so imperatives such as "Give ..." or "Using ..." need no list; an acronym the
+# question spells out, "days sales outstanding (DSO)", is skipped by its initials.)
 _NOT_COMPANY = re.compile(r"^(?:FY\d*|Q[1-4]|H[12]|USD|EUR|GBP|JPY|CNY|GAAP|IFRS|EBITDA?|EPS|SEC|"
                           r"CEO|CFO|COO|CTO|CAPEX|COGS|OPEX|SG&A|R&D|PP&E|ROA|ROE|ROIC|YoY|QoQ|"
-                          r"TTM|LTM|DSO|DIO|DPO|CCC|FCF|What|Who|How|Which|When|Where|Why|Is|Are|"
+                          r"TTM|LTM|FCF|What|Who|How|Which|When|Where|Why|Is|Are|"
                           r"Does|Do|Did|Has|Have|Was|Were|Can|Could|Should|Would|Will|The|A|An|"
                           r"In|On|Of|For|If|We|Our|I|It|Its|This|That|These|Those)$")
 _CANDIDATE_NAME = re.compile(
@@ -72,6 +73,8 @@ PERIOD_ONLY_SHARE = 0.5
 # How many preferred documents are also searched on their own, so their chunks reach the pool
 # even when other documents fill the corpus-wide search.
 PREFERRED_SEARCHED = 8
+# How a routing note that names a company the corpus lacks begins (`h3 ask` refuses on it).
+ABSENT_COMPANY_NOTE = "no document in the corpus is from"
 
 # The forms a query can ask for by name, as profiles write them.
 _FORM_WORDS: tuple[tuple[str, re.Pattern], ...] = (
@@ -103,6 +106,11 @@ class Routing:
     named: list[str] = field(default_factory=list)  # the company forms the query used
 
 
+def _is_current(profile_json: dict | None) -> bool:
+    """Whether a stored profile was written by this version of the profiler."""
+    return bool(profile_json) and profile_json.get("version", 1) >= PROFILE_VERSION
+
+
 def document_profiles(ctx: RecallContext) -> dict[str, DocumentProfile]:
     """doc_id -> profile for every ok document: stored at ingestion in the documents row's
     metadata (key `profile`). A document stored before profiles existed, or profiled by an
@@ -118,12 +126,10 @@ def document_profiles(ctx: RecallContext) -> dict[str, DocumentProfile]:
     dirty = False
     for row in rows:
         stored = json.loads(row.get("metadata_json") or "{}").get("profile")
-        if stored and stored.get("version", 1) >= PROFILE_VERSION:
-            out[row["doc_id"]] = DocumentProfile.from_json(stored)
-            continue
-        again = refreshed.get(row["doc_id"])
-        if again and again.get("version", 1) >= PROFILE_VERSION:
-            out[row["doc_id"]] = DocumentProfile.from_json(again)
+        current = next((p for p in (stored, refreshed.get(row["doc_id"])) if _is_current(p)),
+                       None)
+        if current is not None:
+            out[row["doc_id"]] = DocumentProfile.from_json(current)
             continue
         key = (row["doc_id"], row.get("source") or "")
         with _LOCK:
@@ -177,9 +183,7 @@ def current_profile(stored: dict | None, source: str) -> DocumentProfile:
     read again from the document's file; the stored one when the file is gone or unreadable
     (it routes less well, but it routes)."""
     old = DocumentProfile.from_json(stored) if stored else DocumentProfile()
-    if stored and stored.get("version", 1) >= PROFILE_VERSION:
-        return old
-    if not Path(source).is_file():
+    if _is_current(stored) or not Path(source).is_file():
         return old
     try:
         return profile_pdf(source)
@@ -246,6 +250,16 @@ def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) 
     return 1.0
 
 
+def _spelled_out(word: str, query: str) -> bool:
+    """Whether an all-capital word of 2-6 letters is an acronym the question spells out: its
+    letters begin consecutive words of the rest of the question ("days payable outstanding
+    (DPO)", "free cash flow (FCF)")."""
+    if not re.fullmatch(r"[A-Z]{2,6}", word):
+        return False
+    rest = re.sub(r"\b" + word + r"\b", " ", query)
+    return word in "".join(w[0] for w in re.findall(r"[A-Za-z][\w'’-]*", rest)).upper()
+
+
 def unknown_company(query: str, registry: IssuerRegistry | None = None) -> str | None:
     """A name the query seems to ask about ("... for Tesla", "Tesla's ...") that no company of
     the registry answers to, or None. A capitalised word opening a sentence is not taken for
@@ -254,7 +268,8 @@ def unknown_company(query: str, registry: IssuerRegistry | None = None) -> str |
     for m in _CANDIDATE_NAME.finditer(query):
         group = 1 if m.group(1) else 2
         name, begin = (m.group(group) or "").strip(" ."), m.start(group)
-        words = [w for w in name.split() if not _NOT_COMPANY.match(w.strip(".,"))]
+        words = [w for w in name.split() if not _NOT_COMPANY.match(w.strip(".,"))
+                 and not _spelled_out(w.strip(".,()"), query)]
         if begin in starts and len(name.split()) == 1:
             continue
         if words and not all(re.fullmatch(r"[\d.,%$]+", w) for w in words):
@@ -349,8 +364,7 @@ def route(ctx: RecallContext, query: str) -> Routing:
         scores = {d: s for d, s in scores.items() if s > 0}
         note = None
         if (name := unknown_company(query, registry)) is not None:
-            note = (f"no document in the corpus is from {name!r}: answered from all "
-                    "documents")
+            note = f"{ABSENT_COMPANY_NOTE} {name!r}: answered from all documents"
         result = Routing(_best_first(scores) or None, scores, "period" if scores else "all",
                          note)
     ctx.cache[cache_key] = result
@@ -371,7 +385,7 @@ def _add_recency(scores: dict[str, float], profiles: dict[str, DocumentProfile])
     latest gets all of it), in place."""
     def when(d: str) -> tuple:
         p = profiles[d]
-        return (p.fiscal_year or 0, p.fiscal_period or "", getattr(p, "dated", "") or "")
+        return (p.fiscal_year or 0, p.fiscal_period or "", p.dated or "")
 
     ordered = sorted(scores, key=when)
     for i, d in enumerate(ordered):

@@ -20,7 +20,7 @@ from resources.recall.intent import (
     strip_structure_words,
 )
 from resources.recall.router import RecallContext, register_intent
-from resources.recall.text import coverage, preferred_documents, terms
+from resources.recall.text import coverage, doc_filter, preferred_documents, terms
 from resources.semantic.structures import STRUCTURAL_KINDS
 from resources.store.base import sql_str
 from resources.store.tables import STRUCTURES
@@ -63,8 +63,7 @@ def _candidates(ctx: RecallContext, where: str, query: str, preferred: list[str]
     if ctx.store.count_rows(STRUCTURES.name) <= EXACT_LIMIT:
         return ctx.store.rows(STRUCTURES.name, where, COLUMNS)
     pool: dict[str, dict] = {}
-    scopes = [where] + ([f"{where} AND doc_id IN ({', '.join(map(sql_str, preferred))})"]
-                        if preferred else [])
+    scopes = [where] + ([f"{where} AND {doc_filter(preferred)}"] if preferred else [])
     for scope in scopes:
         for r in ctx.store.vector_search(STRUCTURES.name, ctx.query_vector(query), 200, scope,
                                          COLUMNS):

@@ -55,6 +55,10 @@ def test_short_capital_forms_match_only_in_capitals():
     assert named_forms("NWTH results", p) == ["NWTH"]
     assert unknown_company("What is the FY2022 capex in USD millions?") is None
     assert unknown_company("How did Tesla's deliveries change?") == "Tesla"
+    # an acronym the question spells out is a term, not a company
+    assert unknown_company("What is the value of DPO given days payable outstanding of 40?") \
+        is None
+    assert unknown_company("What is the value of ZQX given days payable outstanding?") == "ZQX"
 
 
 def test_hits_of_one_page_merge_keeping_every_box():
