@@ -56,16 +56,16 @@ test-fast: install
 # `dagster dev` on $(H3_HOME)'s instance; SIGTERM/SIGINT (or make going away) stop every Dagster
 # process it started (pipelines/ui.py). A plain `dagster dev` in this folder uses the same instance.
 ui: install
-	$(PY) -m pipelines.ui 3000
+	$(PY) -m h3.pipelines.ui 3000
 
 # A private PostgreSQL server for the Dagster instance (files in $(H3_HOME)/postgres, 127.0.0.1,
 # a free port, run as the unprivileged `postgres` user when we are root); it prints the URL:
 # export it as H3_POSTGRES_URL on every machine that runs H³ commands or dask workers.
 postgres: install
-	@$(PY) -m pipelines.postgres start $(H3_HOME)/postgres
+	@$(PY) -m h3.pipelines.postgres start $(H3_HOME)/postgres
 
 postgres-stop:
-	$(PY) -m pipelines.postgres stop $(H3_HOME)/postgres
+	$(PY) -m h3.pipelines.postgres stop $(H3_HOME)/postgres
 
 # Scale-out (README, "Scaling out"): one scheduler, then workers on any machine with the same
 # H3_HOME (a shared folder) and H3_POSTGRES_URL; `h3 index-build --executor dask
@@ -76,7 +76,7 @@ dask-scheduler: install
 WORKERS ?= 1
 dask-worker: install
 	$(VENV)/bin/dask worker $(H3_DASK_SCHEDULER) --nworkers $(WORKERS) --nthreads 1 \
-	  --preload pipelines.dask_worker
+	  --preload h3.pipelines.dask_worker
 
 bench: install
 	$(VENV)/bin/h3 bench --out bench-results

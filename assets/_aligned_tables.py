@@ -15,7 +15,7 @@ from collections import Counter
 
 import pymupdf
 
-from resources.semantic.captions import CAPTION_NUMBER
+from h3.resources.semantic.captions import CAPTION_NUMBER
 
 Box = list[float]
 ROW_TOL = 3.0        # points: words whose vertical centres are this close share a row

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pymupdf
 
-from assets._page_space import page_box
-from ontology.boxes import Box, area, inter, iou, union
+from h3.assets._page_space import page_box
+from h3.ontology.boxes import Box, area, inter, iou, union
 
 MIN_SIDE = 12.0           # points: thinner than this is a rule, bullet or speck
 MIN_AREA_SHARE = 0.0008   # of the page: ~ a 19 x 19 pt icon on a Letter page

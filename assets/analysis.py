@@ -16,13 +16,13 @@ import time
 
 from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
 
-from assets._batch import markdown_table, per_document, summary_metadata
-from assets._facts import cross_check, extract_facts
-from assets.kv import document_chunks
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.runtime import H3RuntimeResource
-from resources.store import DocumentStoreResource, sql_str
-from resources.store.tables import ANALYSIS, CROSS_CHECKS
+from h3.assets._batch import markdown_table, per_document, summary_metadata
+from h3.assets._facts import cross_check, extract_facts
+from h3.assets.kv import document_chunks
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.runtime import H3RuntimeResource
+from h3.resources.store import DocumentStoreResource, sql_str
+from h3.resources.store.tables import ANALYSIS, CROSS_CHECKS
 
 SUMMARY_QUESTION = "Summarise this document in three sentences."
 RISK_QUESTION = ("List the key risk points of this document: clauses, amounts, dates and "

@@ -4,10 +4,10 @@ of ~256 tokens, each with its page and bbox."""
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import Payload, per_document, summary_metadata
-from assets._chunking import build_chunks, build_regions
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.models.embedder import MAX_TOKENS, SbertEmbedderResource
+from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._chunking import build_chunks, build_regions
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.models.embedder import MAX_TOKENS, SbertEmbedderResource
 
 
 def document_warnings(doc: Payload, ocr: Payload, chunks: list[dict]) -> list[str]:

@@ -7,12 +7,12 @@ the `structures` table.
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import per_document, summary_metadata
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.semantic.clip import ClipEmbedder, load_clip
-from resources.settings import load_config
-from resources.store import DocumentStore, DocumentStoreResource, sql_str
-from resources.store.tables import FIGURE_EMBEDDINGS
+from h3.assets._batch import per_document, summary_metadata
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.semantic.clip import ClipEmbedder, load_clip
+from h3.resources.settings import load_config
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.store.tables import FIGURE_EMBEDDINGS
 
 
 def embed_document_figures(store: DocumentStore, clip: ClipEmbedder, doc_id: str) -> dict:

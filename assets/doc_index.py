@@ -19,12 +19,12 @@ from dagster import (
     asset_check,
 )
 
-from assets.pooling import chunk_pooling
+from h3.assets.pooling import chunk_pooling
+from h3.resources.semantic.doc_index import build_index, document_vector, measure, save_index
+from h3.resources.settings import load_config
+from h3.resources.store import DocumentStoreResource
+from h3.resources.store.tables import CHUNK_SUMMARIES
 from h3_runtime.home import under_home
-from resources.semantic.doc_index import build_index, document_vector, measure, save_index
-from resources.settings import load_config
-from resources.store import DocumentStoreResource
-from resources.store.tables import CHUNK_SUMMARIES
 
 
 def index_path() -> Path:

@@ -9,21 +9,21 @@ from pathlib import Path
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import (
+from h3.assets._batch import (
     DocumentError,
     Payload,
     per_document,
     summary_metadata,
     tag_run_with_files,
 )
-from assets._page_space import page_box
-from assets._second_reader import read_pages, rebuild
-from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets._page_space import page_box
+from h3.assets._second_reader import read_pages, rebuild
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.ids import content_hash, doc_id_for_bytes
+from h3.resources.nlp.issuer import PROFILE_PAGES, profile_open_document
+from h3.resources.settings import load_config
+from h3.resources.store import DocumentStoreResource
 from h3_runtime.home import under_home
-from ontology.ids import content_hash, doc_id_for_bytes
-from resources.nlp.issuer import PROFILE_PAGES, profile_open_document
-from resources.settings import load_config
-from resources.store import DocumentStoreResource
 
 MIN_TEXT_CHARS = 16  # fewer extractable characters than this: the page has no text layer
 # A text layer can be unreadable: fonts without a Unicode map extract as U+FFFD, private-use or

@@ -4,11 +4,11 @@ multilingual-e5 vectors of the non-English ones (assets/_multilingual.py)."""
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import summary_metadata
-from assets._multilingual import multilingual_vectors
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.models.embedder import SbertEmbedderResource
-from resources.models.multilingual import configured_mode
+from h3.assets._batch import summary_metadata
+from h3.assets._multilingual import multilingual_vectors
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.models.multilingual import configured_mode
 
 
 def embedding_text(chunk: dict) -> str:

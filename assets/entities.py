@@ -20,16 +20,16 @@ from dagster import (
     asset_check,
 )
 
-from assets._batch import markdown_table, per_document, summary_metadata
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.graph.build import MENTIONS
-from resources.graph.store import write_document_graph
-from resources.nlp.extract import TextUnit, extract
-from resources.nlp.issuer import DocumentProfile
-from resources.nlp.roles import RoleUnit, extract_roles
-from resources.settings import load_config
-from resources.store import DocumentStore, DocumentStoreResource, sql_str
-from resources.store.tables import EDGES, ENTITIES
+from h3.assets._batch import markdown_table, per_document, summary_metadata
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.graph.build import MENTIONS
+from h3.resources.graph.store import write_document_graph
+from h3.resources.nlp.extract import TextUnit, extract
+from h3.resources.nlp.issuer import DocumentProfile
+from h3.resources.nlp.roles import RoleUnit, extract_roles
+from h3.resources.settings import load_config
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.store.tables import EDGES, ENTITIES
 
 TEXT_KINDS = ("text", "title", "list", "caption", "ocr_text")
 
@@ -59,7 +59,7 @@ def role_units(store: DocumentStore, doc_id: str) -> list[RoleUnit]:
 def document_profile(store: DocumentStore, doc_id: str) -> DocumentProfile:
     """The issuer profile the `documents` stage stored, read again from the file when an older
     profiler wrote it (empty for documents stored before profiles)."""
-    from resources.recall.documents import current_profile
+    from h3.resources.recall.documents import current_profile
 
     row = store.get_document(doc_id) or {}
     stored = json.loads(row.get("metadata_json") or "{}").get("profile")

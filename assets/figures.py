@@ -9,10 +9,10 @@ from pathlib import Path
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import Payload, per_document, summary_metadata
-from assets._figure_boxes import figure_boxes
-from assets._page_space import page_box, render_clip
-from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._figure_boxes import figure_boxes
+from h3.assets._page_space import page_box, render_clip
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 from h3_runtime.home import under_home
 
 CROP_DPI = 110

@@ -24,9 +24,9 @@ from dagster import (
     asset,
 )
 
-from assets._batch import file_names, markdown_table
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.store import DocumentStoreResource, sql_str
+from h3.assets._batch import file_names, markdown_table
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.store import DocumentStoreResource, sql_str
 
 PartitionEvent = AssetMaterialization | AssetObservation
 

@@ -13,11 +13,11 @@ import time
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import per_document, summary_metadata
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.runtime import KV_FORMAT, ChunkText, H3RuntimeResource
-from resources.store import DocumentStore, DocumentStoreResource, sql_str
-from resources.store.tables import KV_BLOCKS
+from h3.assets._batch import per_document, summary_metadata
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.runtime import KV_FORMAT, ChunkText, H3RuntimeResource
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.store.tables import KV_BLOCKS
 
 
 def document_chunks(db: DocumentStore, doc_id: str) -> list[ChunkText]:

@@ -14,11 +14,11 @@ import numpy as np
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import Payload, per_document, summary_metadata
-from assets._page_space import capped_dpi, clamp, from_pixels, page_box
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.models.layout import Detection, LayoutDetector, LayoutModelResource
-from resources.text_lang import word_count
+from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._page_space import capped_dpi, clamp, from_pixels, page_box
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.models.layout import Detection, LayoutDetector, LayoutModelResource
+from h3.resources.text_lang import word_count
 
 BULLETS = ("•", "◦", "▪", "-", "–", "*", "·")
 MIN_IMAGE_AREA = 0.02  # image blocks smaller than this share of the page are decorations

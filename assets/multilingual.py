@@ -9,10 +9,10 @@ order the documents came in. `h3 index-build` runs it after ingestion when there
 
 from dagster import AssetExecutionContext, AutomationCondition, MaterializeResult, asset
 
-from assets._multilingual import backfill_vectors
-from assets.store import cold_store
-from resources.models.multilingual import configured_mode
-from resources.store import DocumentStoreResource
+from h3.assets._multilingual import backfill_vectors
+from h3.assets.store import cold_store
+from h3.resources.models.multilingual import configured_mode
+from h3.resources.store import DocumentStoreResource
 
 
 @asset(group_name="ingestion", kinds={"torch", "lancedb"}, deps=[cold_store],

@@ -8,10 +8,10 @@ import numpy as np
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import Payload, per_document, summary_metadata
-from assets._page_space import capped_dpi, clamp, from_pixels
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.models.ocr import OcrResource, TesseractOcr
+from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._page_space import capped_dpi, clamp, from_pixels
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.models.ocr import OcrResource, TesseractOcr
 
 MIN_CONFIDENCE = 30.0  # tesseract word confidence (0-100) below which a paragraph is noise
 

@@ -24,20 +24,20 @@ from dagster import (
 )
 from pydantic import Field
 
-from assets._batch import per_document, summary_metadata
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from h3_runtime.config import ConfigError
-from h3_runtime.home import under_home
-from resources.models.embedder import SbertEmbedderResource
-from resources.semantic.pca import PcaModel, fit_pca
-from resources.semantic.tokens import (
+from h3.assets._batch import per_document, summary_metadata
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.semantic.pca import PcaModel, fit_pca
+from h3.resources.semantic.tokens import (
     encode_tokens,
     load_doc_tokens,
     save_doc_tokens,
     token_source,
 )
-from resources.settings import load_config
-from resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.settings import load_config
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3_runtime.config import ConfigError
+from h3_runtime.home import under_home
 
 MIN_EXPLAINED_VARIANCE = 0.6  # below this the reduced tokens lose too much to summarise chunks
 

@@ -21,14 +21,14 @@ from dagster import (
     asset_check,
 )
 
-from assets.pca import corpus_tokens, pca_path, token_pca
+from h3.assets.pca import corpus_tokens, pca_path, token_pca
+from h3.resources.semantic.artifacts import load_tensors, save_tensors
+from h3.resources.semantic.contrastive import ChunkInfo, train_pooler
+from h3.resources.semantic.pca import PcaModel
+from h3.resources.semantic.pooling import ChunkPooler, num_parameters
+from h3.resources.store import DocumentStore, DocumentStoreResource
+from h3.resources.store.tables import CHUNK_SUMMARIES
 from h3_runtime.home import under_home
-from resources.semantic.artifacts import load_tensors, save_tensors
-from resources.semantic.contrastive import ChunkInfo, train_pooler
-from resources.semantic.pca import PcaModel
-from resources.semantic.pooling import ChunkPooler, num_parameters
-from resources.store import DocumentStore, DocumentStoreResource
-from resources.store.tables import CHUNK_SUMMARIES
 
 POOLING_SEED = 0
 SAME_TOPIC_TARGET = 0.85  # the seed's target for the mean same-topic cosine

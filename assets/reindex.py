@@ -12,8 +12,8 @@ from datetime import timedelta
 
 from dagster import AssetExecutionContext, MetadataValue, asset
 
-from assets._batch import markdown_table
-from resources.store import DocumentStoreResource
+from h3.assets._batch import markdown_table
+from h3.resources.store import DocumentStoreResource
 
 # Old versions kept readable so a long recall that started on one still finishes.
 KEEP_VERSIONS = timedelta(days=1)

@@ -11,11 +11,11 @@ import time
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import summary_metadata
-from assets._multilingual import language_columns, language_of, ml_rows
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.store import DocumentStore, DocumentStoreResource, sql_str
-from resources.store.deletion import purge_document
+from h3.assets._batch import summary_metadata
+from h3.assets._multilingual import language_columns, language_of, ml_rows
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.store.deletion import purge_document
 
 
 def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, counts: dict,

@@ -4,15 +4,15 @@ text, embedded (SBERT) into the `structures` table that structural recall ranks.
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._batch import per_document, summary_metadata
-from assets._page_space import page_box
-from assets.documents import unreadable
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.models.embedder import SbertEmbedderResource
-from resources.recall.structure import EXACT_LIMIT
-from resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
-from resources.store import DocumentStore, DocumentStoreResource, sql_str
-from resources.store.tables import STRUCTURES
+from h3.assets._batch import per_document, summary_metadata
+from h3.assets._page_space import page_box
+from h3.assets.documents import unreadable
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.recall.structure import EXACT_LIMIT
+from h3.resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.store.tables import STRUCTURES
 
 TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from assets._aligned_tables import aligned_tables
-from assets._batch import Payload, per_document, summary_metadata
-from assets._page_space import page_box
-from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets._aligned_tables import aligned_tables
+from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._page_space import page_box
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 
 MIN_DRAWINGS = 4  # a ruled table needs some vector lines on the page
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ontology.document import BBox
+from h3.ontology.document import BBox
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,13 @@ def dask_setup(worker) -> None:
     from h3_runtime.home import h3_home
 
     home = h3_home()  # raises H3HomeError naming the folder when it is not writable
-    import pipelines.definitions  # noqa: F401  (heavy imports once per worker process)
+    import h3.pipelines.definitions  # noqa: F401  (heavy imports once per worker process)
 
     log.info("h3 worker %s ready on H3_HOME %s", worker.address, home)
 
 
 def loaded_models() -> list[str]:
     """The models this process holds (for `client.run`: shows they outlive a step)."""
-    from resources.models import embedder, layout
+    from h3.resources.models import embedder, layout
 
     return sorted([f"sbert:{k}" for k in embedder._MODELS] + [f"layout:{k}" for k in layout._MODELS])

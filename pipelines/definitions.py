@@ -4,32 +4,32 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
-from assets.analysis import cross_document_checks, document_summary, key_facts
-from assets.chunks import chunks
-from assets.documents import documents
-from assets.embeddings import embeddings
-from assets.figures import figures
-from assets.ingested import ingested_documents
-from assets.kv import document_kv
-from assets.layout import layout
-from assets.multilingual import multilingual_vectors
-from assets.ocr import ocr
-from assets.reindex import store_indexes
-from assets.store import cold_store
-from assets.tables import tables
-from pipelines.deletion import delete_documents
-from pipelines.jobs import compress_job, ingest_job, multilingual_job
-from pipelines.jobs_analysis import cross_check_job, prefill_and_analyse_job
-from pipelines.schedules import reindex_job, reindex_schedule
-from pipelines.semantic import SEMANTIC_ASSETS, SEMANTIC_CHECKS
-from pipelines.sensors import inbox_sensor
-from resources.json_io import JsonOutputIOManager
-from resources.models.embedder import SbertEmbedderResource
-from resources.models.layout import LayoutModelResource
-from resources.models.ocr import OcrResource
-from resources.runtime import H3RuntimeResource
-from resources.staging_io import JsonStagingIOManager
-from resources.store import DocumentStoreResource
+from h3.assets.analysis import cross_document_checks, document_summary, key_facts
+from h3.assets.chunks import chunks
+from h3.assets.documents import documents
+from h3.assets.embeddings import embeddings
+from h3.assets.figures import figures
+from h3.assets.ingested import ingested_documents
+from h3.assets.kv import document_kv
+from h3.assets.layout import layout
+from h3.assets.multilingual import multilingual_vectors
+from h3.assets.ocr import ocr
+from h3.assets.reindex import store_indexes
+from h3.assets.store import cold_store
+from h3.assets.tables import tables
+from h3.pipelines.deletion import delete_documents
+from h3.pipelines.jobs import compress_job, ingest_job, multilingual_job
+from h3.pipelines.jobs_analysis import cross_check_job, prefill_and_analyse_job
+from h3.pipelines.schedules import reindex_job, reindex_schedule
+from h3.pipelines.semantic import SEMANTIC_ASSETS, SEMANTIC_CHECKS
+from h3.pipelines.sensors import inbox_sensor
+from h3.resources.json_io import JsonOutputIOManager
+from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.models.layout import LayoutModelResource
+from h3.resources.models.ocr import OcrResource
+from h3.resources.runtime import H3RuntimeResource
+from h3.resources.staging_io import JsonStagingIOManager
+from h3.resources.store import DocumentStoreResource
 
 INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store,
                     ingested_documents, multilingual_vectors]

@@ -3,9 +3,9 @@ inbox sensor launches when a PDF disappears (so every deletion is a run in the D
 
 from dagster import Config, MetadataValue, OpExecutionContext, job, op
 
-from assets.partitioning import DOCUMENTS_PARTITIONS
-from resources.store import DocumentStoreResource, open_store
-from resources.store.deletion import PurgeReport, check_doc_id, purge_document
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.store import DocumentStoreResource, open_store
+from h3.resources.store.deletion import PurgeReport, check_doc_id, purge_document
 
 
 def delete_document(doc_id: str, instance=None, store=None) -> PurgeReport:
@@ -14,7 +14,7 @@ def delete_document(doc_id: str, instance=None, store=None) -> PurgeReport:
     partition. Idempotent. `instance` defaults to this H3_HOME's Dagster instance."""
     check_doc_id(doc_id)
     if instance is None:
-        from pipelines.instance import get_instance
+        from h3.pipelines.instance import get_instance
 
         instance = get_instance()
     report = purge_document(store or open_store(), doc_id)

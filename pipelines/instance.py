@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from h3.pipelines.dagster_storage import POSTGRES_URL_ENV
 from h3_runtime.home import h3_home
-from pipelines.dagster_storage import POSTGRES_URL_ENV
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

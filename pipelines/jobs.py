@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dagster import AssetSelection, Backoff, RetryPolicy, define_asset_job
 
-from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 
 # Per-document stages: the ingestion group (PDF -> store, ending with `ingested_documents`, the
 # step that fails the run for documents that did not make it), the knowledge group (graph,

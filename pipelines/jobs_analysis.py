@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dagster import AssetSelection, define_asset_job
 
-from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 
 prefill_and_analyse_job = define_asset_job(
     "prefill_and_analyse",

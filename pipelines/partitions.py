@@ -4,7 +4,7 @@ The definition itself lives in assets/partitioning.py (assets must not import pi
 
 from __future__ import annotations
 
-from assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 
 __all__ = ["DOCUMENTS_PARTITIONS", "add_partitions", "contiguous_batches", "range_tags"]
 

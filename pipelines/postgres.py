@@ -5,8 +5,8 @@ PostgreSQL refuses to run as root, so when we are root the server runs as the un
 127.0.0.1 only, on a free port, with trust authentication: for one machine or a test. Across
 machines, point H3_POSTGRES_URL at a managed or properly configured server instead.
 
-    python -m pipelines.postgres start DIR   # prints the URL to export as H3_POSTGRES_URL
-    python -m pipelines.postgres stop DIR
+    python -m h3.pipelines.postgres start DIR   # prints the URL to export as H3_POSTGRES_URL
+    python -m h3.pipelines.postgres stop DIR
 """
 
 from __future__ import annotations

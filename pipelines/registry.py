@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ontology.ids import content_hash, doc_id_for_bytes
-from resources.store import DocumentStore
+from h3.ontology.ids import content_hash, doc_id_for_bytes
+from h3.resources.store import DocumentStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,7 @@ def register(store: DocumentStore, path: Path, retry_failed: bool = True) -> Reg
 def register_many(store: DocumentStore, paths: list[Path]) -> list[Registration]:
     """`register` for many files with three store operations in all (one read, one delete, one
     append) instead of three per file: each LanceDB write is a commit."""
-    from resources.store import sql_str
+    from h3.resources.store import sql_str
 
     read: list[tuple[Path, str, bytes | None, str | None]] = []
     for path in paths:

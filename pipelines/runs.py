@@ -13,8 +13,8 @@ def run_job(name: str) -> dict:
 
     Returns {"wall_s", "stage_s" (the steps' summed seconds), "success", "run_id", "assets":
     {asset: {metadata key: int|float|str|bool}}, "checks": {check name: passed}}."""
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.instance import get_instance
 
     instance = get_instance()
     t0 = time.perf_counter()

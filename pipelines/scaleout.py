@@ -20,7 +20,7 @@ from dagster import build_reconstructable_job
 EXECUTORS = ("in_process", "dask")
 EXECUTOR_ENV = "H3_EXECUTOR"             # default of `h3 index-build --executor`
 SCHEDULER_ENV = "H3_DASK_SCHEDULER"      # default of `--dask-scheduler` (tcp://host:8786)
-WORKER_PRELOAD = "pipelines.dask_worker"
+WORKER_PRELOAD = "h3.pipelines.dask_worker"
 
 
 class ScaleOutError(RuntimeError):
@@ -31,14 +31,14 @@ def dask_ingest_job():
     """`ingest_documents` with the dask executor. Workers rebuild the job by this function's
     module and name (dagster's reconstructable job), so the run config they validate is the
     orchestrator's."""
-    from pipelines.dask_executor import h3_dask_executor
-    from pipelines.definitions import defs
+    from h3.pipelines.dask_executor import h3_dask_executor
+    from h3.pipelines.definitions import defs
 
     return defs.resolve_job_def("ingest_documents").with_executor_def(h3_dask_executor)
 
 
 def reconstructable_dask_job():
-    return build_reconstructable_job("pipelines.scaleout", "dask_ingest_job")
+    return build_reconstructable_job("h3.pipelines.scaleout", "dask_ingest_job")
 
 
 @contextmanager
@@ -81,8 +81,8 @@ def run_batches_on_dask(address: str, batches: list[list[str]], files_of: dict[s
 
 def _orchestrate_batch(address: str, batch: list[str], files_of: dict[str, str]) -> list[str]:
     """In an orchestrator process: the batch's run (and, if it crashed, one run per document)."""
-    from pipelines.cli.index_build import execute_batch
-    from pipelines.instance import get_instance
+    from h3.pipelines.cli.index_build import execute_batch
+    from h3.pipelines.instance import get_instance
 
     run_config = {"execution": {"config": {"cluster": {"existing": {"address": address}}}}}
     instance = get_instance()

@@ -25,7 +25,7 @@ from dagster import (
     schedule,
 )
 
-from resources.store import DocumentStore, open_store
+from h3.resources.store import DocumentStore, open_store
 
 REINDEX_CRON = "0 3 * * *"  # 03:00 UTC, when nobody is ingesting
 # Refit when added + removed chunks since the last fit reach this share of the fitted corpus.

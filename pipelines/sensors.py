@@ -23,12 +23,12 @@ from dagster import (
     sensor,
 )
 
+from h3.pipelines.deletion import delete_documents
+from h3.pipelines.jobs import ingest_job
+from h3.pipelines.partitions import add_partitions, contiguous_batches, range_tags
+from h3.pipelines.registry import find_pdfs, register
+from h3.resources.store import open_store
 from h3_runtime.home import under_home
-from pipelines.deletion import delete_documents
-from pipelines.jobs import ingest_job
-from pipelines.partitions import add_partitions, contiguous_batches, range_tags
-from pipelines.registry import find_pdfs, register
-from resources.store import open_store
 
 INBOX_ENV = "H3_INBOX"
 # A file modified this recently may still be being copied in: wait for the next tick.

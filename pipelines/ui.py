@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from pipelines.instance import REPO_ROOT, ensure_dagster_home
+from h3.pipelines.instance import REPO_ROOT, ensure_dagster_home
 
 GRACE_S = 10.0  # Dagster's own shutdown; it usually takes 2-5 s
 KILL_WAIT_S = 5.0

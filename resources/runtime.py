@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from h3.resources.settings import load_config
 from h3_runtime.config import H3Config
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.cold import cold_root
 from h3_runtime.reuse.doc_kv import FORMAT_VERSION as KV_FORMAT
 from h3_runtime.reuse.prompt import ChunkText
-from resources.settings import load_config
 
 if TYPE_CHECKING:
     from h3_runtime.reuse.runtime import ReuseRuntime

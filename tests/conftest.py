@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.instance import h3_home_env  # noqa: F401  (re-exported for the tests)
+from h3.pipelines.instance import h3_home_env  # noqa: F401  (re-exported for the tests)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -41,7 +41,7 @@ def sample_corpus(tmp_path: Path) -> Path:
 def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The sample corpus ingested once through Dagster (`h3 index-build`'s code path) into a
     session H3_HOME; tests that use it must only read. {"home", "corpus", "report"}."""
-    from pipelines.cli.index_build import ingest
+    from h3.pipelines.cli.index_build import ingest
 
     base = tmp_path_factory.mktemp("ingested")
     corpus = base / "corpus"

@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from resources.models.embedder import EMBEDDING_DIM, TextEmbedder
-from resources.store.base import DocumentStore, Row
+from h3.resources.models.embedder import EMBEDDING_DIM, TextEmbedder
+from h3.resources.store.base import DocumentStore, Row
 
 _WORD = re.compile(r"\w+")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from h3.resources.settings import Settings
 from h3_runtime.config import ConfigError, H3Config
-from resources.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -8,17 +8,21 @@ for the 135M model). Storing k P per token (int8) lets decode rank blocks by an 
 token's own score - the max over a block's tokens - instead of the min/max-key box's upper
 bound, which one large coordinate loosens for the whole block.
 
-The basis is fitted on the model's keys for FIT_TOKENS tokens of varied English prose
-(ruler_tasks.prose_sentences: WordNet glosses, shipped with timm), never on the document being
-served: the same basis for every prompt keeps answers independent of where the KV came from, and
-the documents a user serves are never read to fit it. Cached under
-$H3_HOME/key_basis/<model fingerprint>-r<r>.pt (a torn or foreign file is refitted).
+The basis is fitted on the model's keys for FIT_TOKENS tokens of real documents' prose
+(basis_prose.txt: text blocks of the docling project's MIT-licensed test PDFs, a database manual,
+an aviation handbook, papers), never on the document being served: the same basis for every
+prompt keeps answers independent of where the KV came from, and the documents a user serves are
+never read to fit it. Nor is it fitted on the generator of the RULER haystacks it is measured on
+(benchmarks/evals/ruler_tasks.py), so those runs measure text the basis has not seen. Cached
+under $H3_HOME/key_basis/<model fingerprint>-<BASIS_TEXT>-r<r>.pt (a torn or foreign file is
+refitted).
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import torch
 from transformers import DynamicCache
@@ -28,6 +32,7 @@ from h3_runtime.models import own_forward
 
 log = logging.getLogger("h3_runtime")
 
+BASIS_TEXT = Path(__file__).with_name("basis_prose.txt")
 RANK = 16  # sketch dimensions per KV head at most: int8 + a float16 scale = 18 B per token-head
 FIT_TOKENS = 4096
 
@@ -46,7 +51,8 @@ def key_basis(model, tokenizer, fingerprint: str) -> torch.Tensor:
     loaded from H3_HOME or fitted (about 6 s for the 135M model on 2 cores) and cached there."""
     cfg = model.config
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
-    path = under_home("key_basis", f"{fingerprint}-r{sketch_rank(head_dim)}.pt")
+    # the text's name in the file name: a basis fitted on other text is refitted, not reused
+    path = under_home("key_basis", f"{fingerprint}-{BASIS_TEXT.stem}-r{sketch_rank(head_dim)}.pt")
     if path.exists():
         try:
             basis = torch.load(path, weights_only=True)
@@ -97,12 +103,20 @@ def _fit_ids(model, tokenizer) -> torch.Tensor:
     random models of the tests, which have no words to read)."""
     n = min(FIT_TOKENS, int(getattr(model.config, "max_position_embeddings", FIT_TOKENS) or FIT_TOKENS))
     if tokenizer is not None:
-        from h3_runtime.evals.ruler_tasks import prose_sentences
-
         ids: list[int] = []
-        for sentence in prose_sentences()[::7]:  # every 7th gloss: topics spread over the list
-            ids.extend(tokenizer(" " + sentence, add_special_tokens=False).input_ids)
+        for paragraph in _basis_paragraphs():
+            ids.extend(tokenizer(" " + paragraph, add_special_tokens=False).input_ids)
             if len(ids) >= n:
-                return torch.tensor([ids[:n]])
+                break
+        # the file holds ~7K tokens of the 135M model's tokenizer; a coarser tokenizer repeats it
+        while ids and len(ids) < n:
+            ids.extend(ids[: n - len(ids)])
+        return torch.tensor([ids[:n]])
     vocab = int(model.config.vocab_size)
     return (torch.arange(n) * 7919 % max(vocab - 10, 1) + 5)[None]
+
+
+def _basis_paragraphs() -> list[str]:
+    """The paragraphs of basis_prose.txt (its '#' lines name the source)."""
+    lines = BASIS_TEXT.read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]

@@ -10,7 +10,7 @@ Two kinds, one per engine:
   `relevance` estimates each token's q.k as (q P).(k P) and ranks a block by its best token (in
   the spirit of Loki and of InfLLM's representative tokens). Against the box below, on 21
   FinanceBench questions at 8K tokens (teacher-forced top-1 agreement with full attention /
-  KL; pipelines/bench/results/filings_runtime*.json, both re-selecting every 2 tokens): 0.911 /
+  KL; benchmarks/documents/results/filings_runtime*.json, both re-selecting every 2 tokens): 0.911 /
   0.059 -> 0.934 / 0.024 at 10% of the KV, 0.862 / 0.185 -> 0.917 / 0.046 at 5%.
   One large coordinate no longer loosens a whole block's score.
 - **Key boxes** (no basis). Each complete block's min/max box (center, radius: (max +- min) / 2

@@ -3,8 +3,8 @@ JSON says: the notes recall attached to a query, a "weak match" mark when even t
 scores below WEAK_SCORE (the answer is probably not in the store), and each hit's snippet: the
 sentence that matched, not the chunk's first characters.
 
-WEAK_SCORE comes from real score distributions (pipelines/bench/weak_match.py and its report
-pipelines/bench/results/weak_match.json): the best hit's score of labelled queries whose answer
+WEAK_SCORE comes from real score distributions (benchmarks/documents/weak_match.py and its report
+benchmarks/documents/results/weak_match.json): the best hit's score of labelled queries whose answer
 is in the store against off-topic queries, on the docling test PDFs + the sample corpus."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def snippet(text: str, query: str, width: int = SNIPPET_WIDTH) -> str:
     the most content words with the query, cut to `width` around where they are, with "…"
     where text was left out. A chunk's first characters are often a heading or a table's
     header row, not what matched."""
-    from resources.recall.text import stems
+    from h3.resources.recall.text import stems
 
     flat = " ".join(text.split())
     if len(flat) <= width:

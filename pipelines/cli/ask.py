@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli.annotate import notes_of, weak_line
-from pipelines.cli.output import CliError, emit, log
+from h3.pipelines.cli.annotate import notes_of, weak_line
+from h3.pipelines.cli.output import CliError, emit, log
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,10 +32,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("QUESTION is empty")
     if args.max_new_tokens < 1 or args.k < 1:
         raise CliError("--max-new-tokens and --k must be >= 1")
-    from assets.kv import document_chunks
+    from h3.assets.kv import document_chunks
+    from h3.resources.runtime import H3RuntimeResource
+    from h3.resources.store import open_store
     from h3_runtime.reuse.prompt import ChunkText
-    from resources.runtime import H3RuntimeResource
-    from resources.store import open_store
 
     db = open_store()
     reuse = not args.no_cold_reuse
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         evidence = [{"doc_id": args.doc, "source": doc.get("source"), "page": c.page,
                      "kind": "text", "text": c.text, "via": "document"} for c in chunks]
     else:
-        from resources.recall import recall
+        from h3.resources.recall import recall
 
         recalled = recall(db, [args.question], k=args.k)[0]
         evidence = recalled["hits"]
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
 def refusal_reason(recalled: dict) -> str | None:
     """Why the recalled evidence cannot answer the question, or None: the question names a
     company no stored document is from (recall's note), or the best evidence is a weak match."""
-    from resources.recall.documents import ABSENT_COMPANY_NOTE
+    from h3.resources.recall.documents import ABSENT_COMPANY_NOTE
 
     absent = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
     if absent:

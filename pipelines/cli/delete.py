@@ -8,7 +8,7 @@ import argparse
 import re
 from pathlib import Path
 
-from pipelines.cli.output import CliError, emit
+from h3.pipelines.cli.output import CliError, emit
 
 DOC_ID = re.compile(r"^[0-9a-f]{16}$")
 
@@ -41,7 +41,7 @@ def resolve_targets(rows: list[dict], targets: list[str]) -> tuple[list[str], li
 
 
 def run(args: argparse.Namespace) -> int:
-    from resources.store import open_store
+    from h3.resources.store import open_store
 
     store = open_store()
     rows = store.rows("documents", columns=["doc_id", "source"])
@@ -62,10 +62,10 @@ def delete(doc_ids: list[str]) -> str:
     """Runs the inbox sensor's `delete_documents` job on these documents in this H3_HOME's
     Dagster instance (so the deletion shows in the UI); returns the run id. Raises CliError if
     the run fails."""
-    from pipelines.cli.index_build import QUIET, stdout_to_stderr
-    from pipelines.definitions import defs
-    from pipelines.deletion import delete_documents
-    from pipelines.instance import get_instance
+    from h3.pipelines.cli.index_build import QUIET, stdout_to_stderr
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.deletion import delete_documents
+    from h3.pipelines.instance import get_instance
 
     config = {**QUIET, "ops": {"delete_documents_op": {"config": {
         "doc_ids": doc_ids, "reason": "h3 delete"}}}}

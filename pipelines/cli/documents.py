@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from pipelines.cli.output import emit
+from h3.pipelines.cli.output import emit
 
 # Filled in by the filing extraction when it runs (issue 11); listed when the store has them.
 OPTIONAL_FIELDS = ("issuer", "form_type", "period")
@@ -55,7 +55,7 @@ def _human_list(docs: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from resources.store import open_store
+    from h3.resources.store import open_store
 
     docs = list_documents(open_store(), args.status)
     emit(docs, args.json, human=_human_list(docs))

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
-from pipelines.cli.output import CliError, Progress, emit, log
+from h3.pipelines.cli.output import CliError, Progress, emit, log
 
 # Dagster's console logger at DEBUG prints every event, and at WARNING each failed document's
 # reason (which the report prints once); the runs' full logs stay in the instance.
@@ -84,11 +84,11 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         raise CliError(f"no PDF under {', '.join(paths)} (looked for *.pdf, any case)")
     for path in empty:
         log(f"h3 index-build: warning: no PDF under {path} (looked for *.pdf, any case)")
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
-    from pipelines.partitions import add_partitions, contiguous_batches
-    from pipelines.registry import register_many
-    from resources.store import open_store
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.partitions import add_partitions, contiguous_batches
+    from h3.pipelines.registry import register_many
+    from h3.resources.store import open_store
 
     store = open_store()
     instance = get_instance()
@@ -135,7 +135,7 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
 
 def _find(paths: list[str]) -> tuple[list, list[str], list[str]]:
     """(PDFs under the paths, paths that do not exist, folders without any PDF)."""
-    from pipelines.registry import find_pdfs
+    from h3.pipelines.registry import find_pdfs
 
     files, missing, empty = [], [], []
     for given in paths:
@@ -167,8 +167,8 @@ def _ingest_on_dask(instance, store, todo_ids: list[str], files_of: dict[str, st
     most `batch_size`, and at least two per worker so that no worker idles while one finishes."""
     import math
 
-    from pipelines.partitions import contiguous_batches
-    from pipelines.scaleout import dask_cluster, run_batches_on_dask
+    from h3.pipelines.partitions import contiguous_batches
+    from h3.pipelines.scaleout import dask_cluster, run_batches_on_dask
 
     with dask_cluster(address, workers) as (scheduler, count):
         size = max(1, min(batch_size, math.ceil(len(todo_ids) / (2 * count))))
@@ -182,8 +182,8 @@ def _execute(job, instance, batch: list[str], files_of: dict[str, str],
              run_config: dict | None = None):
     """One run over a partition range: in this process, or (a reconstructable job and its
     executor's run config) through `execute_job`, which hands the steps to that executor."""
-    from assets._batch import file_names
-    from pipelines.partitions import range_tags
+    from h3.assets._batch import file_names
+    from h3.pipelines.partitions import range_tags
 
     tags = {**range_tags(batch), "h3/files": file_names([files_of.get(d) for d in batch])}
     if run_config is None:
@@ -205,8 +205,8 @@ def _crashed(result) -> bool:
 
 def _precheck(todo: list) -> dict[str, str]:
     """doc_id -> reason for the files that fail the parser-free checks (assets.documents)."""
-    from assets._batch import DocumentError
-    from assets.documents import check_bytes
+    from h3.assets._batch import DocumentError
+    from h3.assets.documents import check_bytes
 
     failed: dict[str, str] = {}
     for r in todo:
@@ -222,8 +222,8 @@ def _precheck(todo: list) -> dict[str, str]:
 def _record_failures(store, instance, todo: list, reasons: dict[str, str]) -> None:
     """What the ingestion run would record for these documents, without a run: a failed row
     (the reason), older failed versions of the same file replaced, last good versions kept."""
-    from assets.store import replace_older_versions
-    from pipelines.partitions import DOCUMENTS_PARTITIONS
+    from h3.assets.store import replace_older_versions
+    from h3.pipelines.partitions import DOCUMENTS_PARTITIONS
 
     for r in todo:
         row = store.get_document(r.doc_id) or {"doc_id": r.doc_id, "source": r.path}
@@ -235,7 +235,7 @@ def _record_failures(store, instance, todo: list, reasons: dict[str, str]) -> No
 
 
 def _pages(store, doc_ids: list[str]) -> int:
-    from resources.store import sql_str
+    from h3.resources.store import sql_str
 
     rows = store.rows("documents", f"doc_id IN ({', '.join(sql_str(d) for d in doc_ids)})",
                       ["pages", "status"])
@@ -246,9 +246,9 @@ def multilingual_vectors(store, instance) -> dict:
     """Runs the `embed_multilingual` job (asset `multilingual_vectors`) when some stored chunk lacks the e5 vector the config
     wants (assets/multilingual.py: English chunks once the corpus holds Chinese). An English-only
     corpus under the default costs one row read and no run. Never raises for a failed run."""
-    from assets._multilingual import chunks_without_vectors
-    from pipelines.definitions import defs
-    from resources.models.multilingual import configured_mode
+    from h3.assets._multilingual import chunks_without_vectors
+    from h3.pipelines.definitions import defs
+    from h3.resources.models.multilingual import configured_mode
 
     missing = chunks_without_vectors(store, configured_mode())
     if not missing:
@@ -268,7 +268,7 @@ def compress_corpus(store, instance, changed: bool) -> dict:
     """Runs the `compress_corpus` job once if the corpus changed and is large enough.
     Returns {"status": "ok"|"failed"|"skipped", "reason", "run_id"}; never raises for a failed
     run (the documents are ingested either way; compression can be rerun from the UI)."""
-    from pipelines.definitions import defs
+    from h3.pipelines.definitions import defs
 
     if not changed:
         return {"status": "skipped", "reason": "no document changed", "run_id": None}
@@ -294,7 +294,7 @@ def compress_corpus(store, instance, changed: bool) -> dict:
 
 
 def _report(store, registrations: list, run_ids: list[str]) -> dict:
-    from resources.store import sql_str
+    from h3.resources.store import sql_str
 
     ids = sorted({r.doc_id for r in registrations if r.doc_id})
     rows = {r["doc_id"]: r for r in store.rows(
@@ -346,8 +346,8 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.scaleout import SCHEDULER_ENV, ScaleOutError, executor_default
-    from resources.store.lance import StoreUnreachableError
+    from h3.pipelines.scaleout import SCHEDULER_ENV, ScaleOutError, executor_default
+    from h3.resources.store.lance import StoreUnreachableError
 
     t0 = time.perf_counter()
     try:

@@ -9,24 +9,24 @@ import importlib
 import os
 import sys
 
+from h3.pipelines.cli.output import CliError
 from h3_runtime.config import ConfigError
 from h3_runtime.home import H3HomeError
-from pipelines.cli.output import CliError
 
 STORAGE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EFBIG}
 
 # command name -> module that implements it (each has add_parser(subparsers) and run(args) -> int)
 COMMANDS: dict[str, str] = {
-    "index-build": "pipelines.cli.index_build",
-    "recall": "pipelines.cli.recall",
-    "stats": "pipelines.cli.stats",
-    "list": "pipelines.cli.documents",
-    "delete": "pipelines.cli.delete",
-    "ask": "pipelines.cli.ask",
-    "monitor": "pipelines.cli.runtime_tools",
-    "corruption-test": "pipelines.cli.runtime_tools",
-    "bandwidth-test": "pipelines.cli.runtime_tools",
-    "bench": "pipelines.cli.bench",
+    "index-build": "h3.pipelines.cli.index_build",
+    "recall": "h3.pipelines.cli.recall",
+    "stats": "h3.pipelines.cli.stats",
+    "list": "h3.pipelines.cli.documents",
+    "delete": "h3.pipelines.cli.delete",
+    "ask": "h3.pipelines.cli.ask",
+    "monitor": "h3.pipelines.cli.runtime_tools",
+    "corruption-test": "h3.pipelines.cli.runtime_tools",
+    "bandwidth-test": "h3.pipelines.cli.runtime_tools",
+    "bench": "benchmarks.cli",
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pipelines.cli.output import CliError
+from h3.pipelines.cli.output import CliError
 
 NEWLINE = b"\n"
 

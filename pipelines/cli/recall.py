@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pipelines.cli.annotate import is_weak, notes_of, snippet, weak_line
-from pipelines.cli.output import CliError, emit
-from pipelines.cli.queries_file import read_queries
+from h3.pipelines.cli.annotate import is_weak, notes_of, snippet, weak_line
+from h3.pipelines.cli.output import CliError, emit
+from h3.pipelines.cli.queries_file import read_queries
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,8 +36,8 @@ def _human(results: list[dict]) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     queries = list(args.queries) + (read_queries(args.queries_file) if args.queries_file else [])
     if not queries:

@@ -6,7 +6,7 @@ import argparse
 import json
 import re
 
-from pipelines.cli.output import CliError, emit, log
+from h3.pipelines.cli.output import CliError, emit, log
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -42,11 +42,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _monitor(args: argparse.Namespace) -> int:
+    from h3.resources.settings import load_config
     from h3_runtime.config import ConfigError
     from h3_runtime.engine import H3Engine
     from h3_runtime.kvcache.geometry import BudgetTooSmallError
     from h3_runtime.models import ModelLoadError
-    from resources.settings import load_config
 
     if args.tokens < 1:
         raise CliError(f"--tokens must be >= 1, got {args.tokens}")

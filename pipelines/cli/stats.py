@@ -11,8 +11,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def collect() -> dict:
-    from resources.store import open_store
-    from resources.store.tables import TABLES
+    from h3.resources.store import open_store
+    from h3.resources.store.tables import TABLES
 
     store = open_store()
     tables = {name: 0 for name in TABLES} | store.counts()
@@ -24,7 +24,7 @@ def collect() -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pipelines.cli.output import emit
+    from h3.pipelines.cli.output import emit
 
     report = collect()
     lines = [f"document store: {report['path']} ({report['bytes_on_disk'] / 1e6:.1f} MB)"]

@@ -12,8 +12,8 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 
-from ontology.relations import RELATIONS_BY_NAME
-from resources.nlp.extract import Extraction
+from h3.ontology.relations import RELATIONS_BY_NAME
+from h3.resources.nlp.extract import Extraction
 
 MENTIONS = "mentions"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import threading
 
-from resources.graph.build import MENTIONS, edge_rows, node_rows
-from resources.nlp.extract import Extraction
-from resources.store.base import DocumentStore, sql_str
-from resources.store.tables import EDGES, ENTITIES
+from h3.resources.graph.build import MENTIONS, edge_rows, node_rows
+from h3.resources.nlp.extract import Extraction
+from h3.resources.store.base import DocumentStore, sql_str
+from h3.resources.store.tables import EDGES, ENTITIES
 
 _NODES_LOCK = threading.Lock()
 

@@ -69,7 +69,7 @@ class SbertEmbedder(TextEmbedder):
     def _batches(self, texts: Sequence[str]):
         """(indices, ids, mask) per batch of texts of similar length; ids/mask (B, T), T the
         batch's longest text."""
-        from resources.models.minilm import batch_tensors
+        from h3.resources.models.minilm import batch_tensors
 
         ids = [e.ids for e in self._windowed.encode_batch(list(texts))]  # unpadded
         order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
@@ -82,7 +82,7 @@ class SbertEmbedder(TextEmbedder):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if self.device == "cpu":  # onnxruntime: the same network, fused (minilm_onnx says why)
             if self._onnx is None:
-                from resources.models.minilm_onnx import OnnxMiniLM
+                from h3.resources.models.minilm_onnx import OnnxMiniLM
 
                 self._onnx = OnnxMiniLM(self.precision)
             for picked, ids, mask in self._batches(texts):
@@ -121,7 +121,7 @@ class SbertEmbedder(TextEmbedder):
 @functools.cache
 def _tokenizers():
     """(windowed, whole) WordPiece tokenizers, built once per process."""
-    from resources.models.minilm import load_tokenizers
+    from h3.resources.models.minilm import load_tokenizers
 
     return load_tokenizers(MAX_TOKENS)
 
@@ -135,7 +135,7 @@ def _load_sbert(device: str, precision: str = "fp32"):
     with _LOCK:
         key = (device, precision)
         if key not in _MODELS:
-            from resources.models.minilm import load_minilm
+            from h3.resources.models.minilm import load_minilm
 
             model = load_minilm().to(device)
             _MODELS[key] = quantize_int8(model) if precision == "int8" else model
@@ -162,7 +162,7 @@ def quantize_int8(model):
 
 def default_precision() -> str:
     """`cold_storage.embedding_precision` of the project config."""
-    from resources.settings import load_config
+    from h3.resources.settings import load_config
 
     return load_config().cold_storage.embedding_precision
 

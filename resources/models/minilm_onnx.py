@@ -32,7 +32,7 @@ _LOCK = threading.Lock()
 
 
 def _checkpoint_hash() -> str:
-    from resources.models.minilm import model_dir
+    from h3.resources.models.minilm import model_dir
 
     digest = hashlib.sha256()
     with open(model_dir() / "model.safetensors", "rb") as f:
@@ -63,7 +63,7 @@ def export(precision: str, target: Path) -> Path:
     import torch
     from torch import nn
 
-    from resources.models.minilm import load_minilm
+    from h3.resources.models.minilm import load_minilm
 
     class Pooled(nn.Module):
         def __init__(self, minilm) -> None:

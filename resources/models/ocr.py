@@ -9,7 +9,7 @@ import numpy as np
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from resources.settings import load_config
+from h3.resources.settings import load_config
 
 # tesseract agents per language spec stay process-wide: cheap, but every run of a CLI command
 # or a dask worker would otherwise build them again for each page batch

@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from ontology.entities import NAME_TYPES, normalise_name
+from h3.ontology.entities import NAME_TYPES, normalise_name
 
 if TYPE_CHECKING:
-    from resources.nlp.extract import Extraction
+    from h3.resources.nlp.extract import Extraction
 
 
 def alias_map(names: dict[str, str]) -> dict[str, str]:

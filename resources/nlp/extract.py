@@ -10,13 +10,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ontology.document import BBox
-from ontology.entities import NAME_TYPES, entity_id, type_for_spacy_label
-from ontology.relations import Edge
-from resources.nlp import zh
-from resources.nlp.aliases import resolve_aliases
-from resources.nlp.pipeline import english, is_chinese
-from resources.nlp.relations import find_relations, mask
+from h3.ontology.document import BBox
+from h3.ontology.entities import NAME_TYPES, entity_id, type_for_spacy_label
+from h3.ontology.relations import Edge
+from h3.resources.nlp import zh
+from h3.resources.nlp.aliases import resolve_aliases
+from h3.resources.nlp.pipeline import english, is_chinese
+from h3.resources.nlp.relations import find_relations, mask
 
 # "the company", "the bank's": refers to the organisation named last before it in the region.
 _ORG_ANAPHOR = re.compile(

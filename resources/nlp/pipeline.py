@@ -29,7 +29,7 @@ def english(model: str = ENGLISH_MODEL):
     """The English pipeline with the ontology's EntityRuler (cached: one load per process)."""
     import spacy
 
-    from ontology.entities import ruler_patterns
+    from h3.ontology.entities import ruler_patterns
 
     try:
         nlp = spacy.load(model, exclude=["tok2vec", "tagger", "parser", "attribute_ruler",

@@ -14,8 +14,8 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ontology.entities import NAME_TYPES
-from ontology.relations import RELATION_TYPES
+from h3.ontology.entities import NAME_TYPES
+from h3.ontology.relations import RELATION_TYPES
 
 TAG_RE = re.compile(r"⟨E(\d+)⟩")
 _CONJ_RE = re.compile(r"^(?:\s*,\s*(?:and\s+)?|\s+and\s+|\s+or\s+)(?:to\s+|with\s+|of\s+)?⟨E(\d+)⟩")

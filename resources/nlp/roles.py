@@ -41,9 +41,9 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ontology.entities import entity_id, normalise_name
-from ontology.relations import Edge
-from resources.nlp.titles import (
+from h3.ontology.entities import entity_id, normalise_name
+from h3.ontology.relations import Edge
+from h3.resources.nlp.titles import (
     _LEGAL,
     _LETTER,
     _NAME,
@@ -574,7 +574,7 @@ def _spacy_check(candidates: list[_Candidate], prose: list[_Sentence]) -> list[_
     if not texts:
         return candidates
     try:
-        from resources.nlp.pipeline import english
+        from h3.resources.nlp.pipeline import english
 
         nlp = english()
     except Exception:  # noqa: BLE001 - no model installed: the patterns alone decide

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ontology.entities import normalise_name
+from h3.ontology.entities import normalise_name
 
 # ---- names -------------------------------------------------------------------------------------
 # Upper-case letters of the Latin, Greek and Cyrillic blocks (Python's re has no \p{Lu}).

@@ -21,9 +21,9 @@ import functools
 import re
 from collections.abc import Iterable
 
-from ontology.document import BBox
-from ontology.entities import NAME_TYPES, entity_id
-from ontology.relations import Edge
+from h3.ontology.document import BBox
+from h3.ontology.entities import NAME_TYPES, entity_id
+from h3.ontology.relations import Edge
 
 ORG_SUFFIXES = ("股份有限公司", "有限责任公司", "有限公司", "集团", "公司", "银行", "控股",
                 "委员会", "局", "研究院", "交易所")
@@ -68,7 +68,7 @@ _HEAD_TYPES = {"chair_of": "PERSON", "ceo_of": "PERSON", "founder_of": "PERSON"}
 
 @functools.cache
 def _posseg():
-    from resources.text_lang import _jieba
+    from h3.resources.text_lang import _jieba
 
     _jieba()
     import jieba.posseg
@@ -191,8 +191,8 @@ def extract_sentence(sentence: str, doc_id: str, page: int, bbox: BBox):
 
 
 def _extract(sentence: str, doc_id: str, page: int, bbox: BBox, gazetteer):
-    from resources.nlp.extract import Mention
-    from resources.nlp.relations import mask
+    from h3.resources.nlp.extract import Mention
+    from h3.resources.nlp.relations import mask
 
     found = _sentence_entities(sentence, gazetteer)
     mentions = [Mention(entity_id(t, name), name, t, doc_id, page, bbox, sentence, s, e)

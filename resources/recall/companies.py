@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from rapidfuzz import fuzz
 
-from resources.nlp.issuer import DocumentProfile, short_forms
+from h3.resources.nlp.issuer import DocumentProfile, short_forms
 
 EXACT, TICKER, LEADING_WORD = 1.0, 0.95, 0.8
 FUZZY_MIN_RATIO = 88  # rapidfuzz ratio (0-100) for a typed slip; below it, another word

@@ -27,16 +27,16 @@ from pathlib import Path
 
 import numpy as np
 
-from ontology.document import Hit
-from resources.nlp.issuer import (
+from h3.ontology.document import Hit
+from h3.resources.nlp.issuer import (
     PROFILE_VERSION,
     QUARTER_RE,
     QUARTER_WORDS,
     DocumentProfile,
     profile_pdf,
 )
-from resources.recall.companies import IssuerRegistry, registry_from
-from resources.recall.router import RecallContext, register_intent
+from h3.resources.recall.companies import IssuerRegistry, registry_from
+from h3.resources.recall.router import RecallContext, register_intent
 
 log = logging.getLogger(__name__)
 # a data cache, not a client: the profile (issuer, period) of a document stored before profiles
@@ -288,9 +288,9 @@ def query_summary(ctx: RecallContext, query: str) -> np.ndarray | None:
     if loaded is None:
         return None
     _, _, pca, pooler = loaded
-    from resources.models.embedder import get_embedder
-    from resources.semantic.pooling import summarise
-    from resources.semantic.tokens import static_tokens
+    from h3.resources.models.embedder import get_embedder
+    from h3.resources.semantic.pooling import summarise
+    from h3.resources.semantic.tokens import static_tokens
 
     tokens = static_tokens(get_embedder(), [query])[0]  # (T, 384)
     if not len(tokens):
@@ -304,7 +304,7 @@ def doc_index_scores(ctx: RecallContext, query: str) -> dict[str, float]:
     summary = query_summary(ctx, query)
     if summary is None:
         return {}
-    from resources.semantic.doc_index import query_vector
+    from h3.resources.semantic.doc_index import query_vector
 
     index, doc_ids, _, _ = ctx.cache["_doc_index"]
     if index is None:
@@ -316,11 +316,11 @@ def doc_index_scores(ctx: RecallContext, query: str) -> dict[str, float]:
 
 def _load_doc_index():
     try:
-        from assets.doc_index import index_path
-        from assets.pca import pca_path
-        from assets.pooling import load_pooler, pooler_path
-        from resources.semantic.doc_index import load_index
-        from resources.semantic.pca import PcaModel
+        from h3.assets.doc_index import index_path
+        from h3.assets.pca import pca_path
+        from h3.assets.pooling import load_pooler, pooler_path
+        from h3.resources.semantic.doc_index import load_index
+        from h3.resources.semantic.pca import PcaModel
 
         if not (pca_path().exists() and pooler_path().exists()):
             return None
@@ -422,7 +422,7 @@ def evidence_scores(ctx: RecallContext, query: str) -> dict[str, float]:
     recall scores (priors included), weighted EVIDENCE_WEIGHTS. Unlike one summary vector per
     document, this tells apart filings that are alike as a whole (ten annual reports of one
     industry) by the passages that answer."""
-    from resources.recall.text import text_recall
+    from h3.resources.recall.text import text_recall
 
     by_doc: dict[str, list[float]] = {}
     for hit in text_recall(ctx, query, EVIDENCE_POOL):

@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ontology.entities import normalise_name
-from ontology.relations import RELATION_TYPES
+from h3.ontology.entities import normalise_name
+from h3.ontology.relations import RELATION_TYPES
 
 # English word -> the region kind it asks for
 _EN_STRUCTURE = {

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from resources.models.multilingual import calibrated, get_multilingual
-from resources.recall.router import RecallContext
-from resources.store.base import sql_str
-from resources.text_lang import ZH, detect_language
+from h3.resources.models.multilingual import calibrated, get_multilingual
+from h3.resources.recall.router import RecallContext
+from h3.resources.store.base import sql_str
+from h3.resources.text_lang import ZH, detect_language
 
 TABLE = "chunks_ml"
 COLUMNS = ["doc_id", "chunk_id", "page", "bbox", "text", "kind", "section", "vector", "language"]

@@ -15,14 +15,14 @@ import threading
 import time
 from collections import Counter
 
-from ontology.document import Hit
-from ontology.entities import NAME_TYPES, entity_id, normalise_name
-from ontology.relations import RELATIONS_BY_NAME
-from resources.graph.build import MENTIONS
-from resources.recall.intent import detect_relations, query_entities
-from resources.recall.router import Ranked, RecallContext, register_intent
-from resources.store.base import DocumentStore, sql_str
-from resources.store.tables import EDGES, ENTITIES
+from h3.ontology.document import Hit
+from h3.ontology.entities import NAME_TYPES, entity_id, normalise_name
+from h3.ontology.relations import RELATIONS_BY_NAME
+from h3.resources.graph.build import MENTIONS
+from h3.resources.recall.intent import detect_relations, query_entities
+from h3.resources.recall.router import Ranked, RecallContext, register_intent
+from h3.resources.store.base import DocumentStore, sql_str
+from h3.resources.store.tables import EDGES, ENTITIES
 
 # "who acquired X", "X was acquired by": the named entity is the tail of the asked relation
 _ASKS_FOR_HEAD = re.compile(
@@ -92,7 +92,7 @@ def _ranked_edges(ctx: RecallContext, query: str, k: int) -> list[tuple[Hit, boo
     issuer_docs: list[str] = []
     preference: dict[str, int] = {}  # doc_id -> its place in the routing's order
     if asked:  # "who is the CFO of <a short form of an issuer>": the routed documents' issuer
-        from resources.recall.documents import document_profiles, route
+        from h3.resources.recall.documents import document_profiles, route
 
         routed = route(ctx, query)
         if routed.by.startswith("company"):
@@ -163,7 +163,7 @@ def detect_relation(query: str) -> bool:
     """Fires when the query names an entity of the knowledge graph (of the default store,
     $H3_HOME/lancedb: the router's detectors see only the query)."""
     try:
-        from resources.store import open_store
+        from h3.resources.store import open_store
 
         # a relation question about an issuer short form the graph may not know as a name
         return bool(detect_relations(query)) or bool(

@@ -5,7 +5,7 @@ An intent is a handler `(ctx, query, k) -> list[Hit] | Ranked` plus a detector `
 used by mode "auto". "text" always fires in auto mode; other areas register "structure" and
 "relation":
 
-    from resources.recall import register_intent
+    from h3.resources.recall import register_intent
     register_intent("structure", my_handler, detect=lambda q: "table" in q.lower())
 
 Each intent ranks its own hits by its own score; scores of different intents are not compared.
@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ontology.document import Hit
-from resources.store.base import DocumentStore
+from h3.ontology.document import Hit
+from h3.resources.store.base import DocumentStore
 
 MODES = ("auto", "text", "structure", "relation", "documents")
 RRF_K = 60  # as in text recall (resources/recall/text.py): Cormack et al. (2009)
 # Modules that register intents when imported (missing ones are skipped: not built yet).
-INTENT_MODULES = ("resources.recall.text", "resources.recall.structure",
-                  "resources.recall.relation", "resources.recall.documents")
+INTENT_MODULES = ("h3.resources.recall.text", "h3.resources.recall.structure",
+                  "h3.resources.recall.relation", "h3.resources.recall.documents")
 
 
 @dataclass
@@ -94,7 +94,7 @@ def _load_intents() -> None:
 
 
 def make_context(store: DocumentStore, embed: Callable | None = None) -> RecallContext:
-    from resources.models.embedder import get_embedder
+    from h3.resources.models.embedder import get_embedder
 
     docs = store.rows("documents", "status = 'ok'", ["doc_id", "source", "pages"])
     return RecallContext(store=store, ok_doc_ids={d["doc_id"] for d in docs},

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import re
 
-from resources.recall.router import RecallContext
-from resources.store.base import sql_str
+from h3.resources.recall.router import RecallContext
+from h3.resources.store.base import sql_str
 
 # statement -> (its title, matched on text without spaces in lower case since PDFs split words
 # ("Balance Shee t"), question words that ask for it explicitly,

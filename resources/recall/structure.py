@@ -11,20 +11,20 @@ import unicodedata
 
 import numpy as np
 
-from ontology.document import Hit
-from resources.recall.documents import route
-from resources.recall.intent import (
+from h3.ontology.document import Hit
+from h3.resources.recall.documents import route
+from h3.resources.recall.intent import (
     SMALL_FIGURE_WORDS,
     StructureIntent,
     detect_structure,
     strip_structure_words,
 )
-from resources.recall.router import RecallContext, register_intent
-from resources.recall.text import coverage, doc_filter, preferred_documents, terms
-from resources.semantic.structures import STRUCTURAL_KINDS
-from resources.store.base import sql_str
-from resources.store.tables import STRUCTURES
-from resources.text_lang import join_spaced_han
+from h3.resources.recall.router import RecallContext, register_intent
+from h3.resources.recall.text import coverage, doc_filter, preferred_documents, terms
+from h3.resources.semantic.structures import STRUCTURAL_KINDS
+from h3.resources.store.base import sql_str
+from h3.resources.store.tables import STRUCTURES
+from h3.resources.text_lang import join_spaced_han
 
 COLUMNS = ["doc_id", "region_id", "page", "kind", "bbox", "caption", "text", "search_text",
            "number", "vector"]

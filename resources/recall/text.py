@@ -8,12 +8,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ontology.document import Hit
-from resources.recall import multilingual
-from resources.recall.documents import PREFERRED_SEARCHED, route, within_named_documents
-from resources.recall.router import RecallContext, merge_pages, register_intent
-from resources.store.base import sql_str
-from resources.text_lang import fts_form, han_bigrams, has_han
+from h3.ontology.document import Hit
+from h3.resources.recall import multilingual
+from h3.resources.recall.documents import PREFERRED_SEARCHED, route, within_named_documents
+from h3.resources.recall.router import RecallContext, merge_pages, register_intent
+from h3.resources.store.base import sql_str
+from h3.resources.text_lang import fts_form, han_bigrams, has_han
 
 VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank", "hybrid+rerank+summary")
 DEFAULT_VARIANT = "hybrid+rerank"
@@ -155,7 +155,7 @@ SUMMARY_WEIGHT = 0.15  # "hybrid+rerank+summary": weight of the 512-d summary co
 def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dict[str, float]:
     """Cosine of the query's 512-d summary to each chunk's (the `chunk_pooling` asset); {} when
     the corpus has none."""
-    from resources.recall.documents import query_summary
+    from h3.resources.recall.documents import query_summary
 
     q = query_summary(ctx, query)
     if q is None or not chunk_ids:
@@ -197,7 +197,7 @@ def statement_boosts(ctx: RecallContext, query: str) -> dict[tuple[str, int], fl
     """(doc_id, page) -> boost of the financial-statement pages the query asks for, in the
     documents the routing prior prefers (every document when it prefers none;
     resources/recall/statements.py)."""
-    from resources.recall.statements import boosts
+    from h3.resources.recall.statements import boosts
 
     if not ctx.statement_pages:
         return {}

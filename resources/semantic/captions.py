@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ontology.boxes import h_overlap, union
+from h3.ontology.boxes import h_overlap, union
 
 # a label and its number, not followed by a verb: "Table 2-2 shows ..." opens a sentence that
 # refers to the table, "Table 2-2 Comparison of ..." is its caption

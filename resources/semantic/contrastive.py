@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from resources.semantic.pooling import ChunkPooler, pad, summarise
+from h3.resources.semantic.pooling import ChunkPooler, pad, summarise
 
 MIN_PAIRS = 16  # fewer same-topic pairs than this: nothing to learn from, keep the seeded init
 

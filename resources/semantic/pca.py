@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from resources.settings import check_pca_dim
+from h3.resources.settings import check_pca_dim
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class PcaModel:
         return ((x - self.mean) @ self.components.T).astype(np.float32)  # (N, k)
 
     def save(self, path: Path, lineage: dict | None = None) -> None:
-        from resources.semantic.artifacts import save_tensors
+        from h3.resources.semantic.artifacts import save_tensors
 
         save_tensors(path, {"mean": self.mean, "components": self.components,
                             "explained_variance_ratio": self.explained_variance_ratio},
@@ -40,7 +40,7 @@ class PcaModel:
 
     @classmethod
     def load(cls, path: Path) -> PcaModel:
-        from resources.semantic.artifacts import load_tensors
+        from h3.resources.semantic.artifacts import load_tensors
 
         t, meta = load_tensors(path)
         return cls(t["mean"], t["components"], t["explained_variance_ratio"], int(meta["n_fit"]))

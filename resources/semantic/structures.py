@@ -14,8 +14,8 @@ import json
 import re
 from collections import defaultdict
 
-from ontology.boxes import area, h_overlap, inter
-from resources.semantic.captions import (
+from h3.ontology.boxes import area, h_overlap, inter
+from h3.resources.semantic.captions import (
     CAPTION_GAP,
     CAPTION_NUMBER,
     Line,

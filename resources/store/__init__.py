@@ -6,10 +6,10 @@ schema, abstract base, LanceDB implementation, Dagster resource. Not the KV cold
 Outside Dagster: `from resources.store import open_store; store = open_store()`.
 """
 
-from resources.store.base import DocumentStore, sql_str
-from resources.store.lance import LanceDocumentStore
-from resources.store.resource import DocumentStoreResource, open_store
-from resources.store.tables import TABLES, TableSpec
+from h3.resources.store.base import DocumentStore, sql_str
+from h3.resources.store.lance import LanceDocumentStore
+from h3.resources.store.resource import DocumentStoreResource, open_store
+from h3.resources.store.tables import TABLES, TableSpec
 
 # The first names, kept for code written against them (they said "cold store" for two things).
 ColdStore = DocumentStore

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from resources.store.tables import DOCUMENTS
+from h3.resources.store.tables import DOCUMENTS
 
 Row = dict[str, Any]
 

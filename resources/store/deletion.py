@@ -15,9 +15,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from h3.resources.staging_io import drop_staged
+from h3.resources.store.base import DocumentStore, sql_str
 from h3_runtime.home import under_home
-from resources.staging_io import drop_staged
-from resources.store.base import DocumentStore, sql_str
 
 DOC_ID = re.compile(r"^[0-9a-f]{16}$")  # ontology.ids.doc_id_for_bytes: 16 lowercase hex
 
@@ -61,7 +61,7 @@ def purge_document(store: DocumentStore, doc_id: str, kv_root: Path | None = Non
         else set()
     report.rows = {t: n for t, n in store.delete_document(doc_id).items() if n}
     if touched:
-        from resources.graph.store import refresh_nodes
+        from h3.resources.graph.store import refresh_nodes
 
         report.entities_refreshed = refresh_nodes(store, sorted(touched))
         remaining = {r["entity_id"] for r in store.rows(
@@ -112,8 +112,8 @@ def _drop_cold_kv(doc_id: str, keys: set[str], kv_root: Path | None) -> list[str
     from h3_runtime.reuse.doc_kv import DocumentKV
 
     if kv_root is None:
-        from resources.runtime import doc_kv_root
-        from resources.settings import load_config
+        from h3.resources.runtime import doc_kv_root
+        from h3.resources.settings import load_config
 
         kv_root = doc_kv_root(load_config().runtime)
     if not kv_root.is_dir():

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from resources.store.base import DocumentStore, Row
-from resources.store.tables import TABLES
-from resources.text_lang import fts_form
+from h3.resources.store.base import DocumentStore, Row
+from h3.resources.store.tables import TABLES
+from h3.resources.text_lang import fts_form
 
 # Writers on many workers commit to the same tables. Lance resolves most concurrent commits
 # itself (appends rebase on each other); what it cannot (e.g. two deletes rewriting the same

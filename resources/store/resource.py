@@ -8,9 +8,9 @@ from pathlib import Path
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from h3.resources.settings import load_config
+from h3.resources.store.lance import LanceDocumentStore
 from h3_runtime.home import under_home
-from resources.settings import load_config
-from resources.store.lance import LanceDocumentStore
 
 # Outside Dagster (the CLI, benches): one store per path and process, so a command that opens
 # the store from several places shares one connection and its table handles. A Dagster run

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pymupdf
 
-from assets._aligned_tables import aligned_tables
-from assets.tables import page_tables
-from ontology.boxes import iou
+from h3.assets._aligned_tables import aligned_tables
+from h3.assets.tables import page_tables
+from h3.ontology.boxes import iou
 
 ROWS = [("Persons with disabilities", "12", "4"), ("Children", "31", "9"),
         ("Women", "27", "11"), ("The elderly", "8", "2"), ("Migrants", "5", "1")]

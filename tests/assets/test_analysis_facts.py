@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assets._facts import cross_check, extract_facts, normalise_value
+from h3.assets._facts import cross_check, extract_facts, normalise_value
 
 AGREEMENT = [
     (1, 'This Share Purchase Agreement is made on March 3, 2024 between Acme Holdings Inc. '

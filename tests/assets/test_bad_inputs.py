@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assets._batch import DocumentError
-from assets.documents import inspect_pdf
+from h3.assets._batch import DocumentError
+from h3.assets.documents import inspect_pdf
 from tests.conftest import SAMPLE_CORPUS
 from tests.fixtures.make_sample_corpus import write_bad_inputs
 
@@ -31,7 +31,7 @@ def test_a_file_cut_inside_its_cross_reference_table_is_read_with_a_warning(tmp_
     """A download a few bytes short (no %%EOF, the objects whole): every page is read."""
     import pymupdf
 
-    from assets.documents import cut_in_xref_table
+    from h3.assets.documents import cut_in_xref_table
 
     source = SAMPLE_CORPUS / "lab_handbook.pdf"
     whole = tmp_path / "whole.pdf"

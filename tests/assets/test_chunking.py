@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assets._chunking import build_chunks, build_regions
+from h3.assets._chunking import build_chunks, build_regions
 
 
 def words(text: str) -> int:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pymupdf
 
-from assets._figure_boxes import figure_boxes, join_tiles
-from ontology.boxes import iou
+from h3.assets._figure_boxes import figure_boxes, join_tiles
+from h3.ontology.boxes import iou
 
 
 def _png(width: int, height: int) -> bytes:

@@ -7,16 +7,16 @@ from pathlib import Path
 import pytest
 from dagster import DagsterInstance, materialize
 
-from assets.chunks import chunks
-from assets.documents import documents
-from assets.figures import figures
-from assets.layout import layout
-from assets.ocr import ocr
-from assets.tables import tables
-from pipelines.definitions import RESOURCES
-from pipelines.registry import register
-from resources.models.ocr import OcrResource
-from resources.store import open_store
+from h3.assets.chunks import chunks
+from h3.assets.documents import documents
+from h3.assets.figures import figures
+from h3.assets.layout import layout
+from h3.assets.ocr import ocr
+from h3.assets.tables import tables
+from h3.pipelines.definitions import RESOURCES
+from h3.pipelines.registry import register
+from h3.resources.models.ocr import OcrResource
+from h3.resources.store import open_store
 
 
 def _materialize(pdf: Path, assets: list, resources: dict | None = None):

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from dagster import DagsterInstance, materialize
 
-from assets.analysis import cross_document_checks, document_summary, key_facts
-from assets.kv import document_kv
-from resources.runtime import H3RuntimeResource
-from resources.staging_io import JsonStagingIOManager
-from resources.store import DocumentStoreResource, open_store
+from h3.assets.analysis import cross_document_checks, document_summary, key_facts
+from h3.assets.kv import document_kv
+from h3.resources.runtime import H3RuntimeResource
+from h3.resources.staging_io import JsonStagingIOManager
+from h3.resources.store import DocumentStoreResource, open_store
 from tests.assets._runtime_fixtures import copy_store, tiny_model_dir, write_config
 from tests.conftest import h3_home_env
 

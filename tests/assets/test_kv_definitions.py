@@ -6,7 +6,7 @@ from dagster import AssetKey
 
 
 def test_kv_and_analysis_assets_are_wired():
-    from pipelines.definitions import defs
+    from h3.pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
     kv = graph.get(AssetKey("document_kv"))

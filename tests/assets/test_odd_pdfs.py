@@ -8,11 +8,11 @@ import os
 import pymupdf
 import pytest
 
-from assets.documents import inspect_pdf, unreadable
-from assets.layout import page_layout
-from assets.ocr import ocr_page
-from assets.tables import page_tables
-from resources.models.ocr import TesseractOcr
+from h3.assets.documents import inspect_pdf, unreadable
+from h3.assets.layout import page_layout
+from h3.assets.ocr import ocr_page
+from h3.assets.tables import page_tables
+from h3.resources.models.ocr import TesseractOcr
 
 # A ToUnicode map sending every glyph to the private-use area: the text renders correctly but
 # extracts as garbage, as in PDFs whose fonts carry a broken or custom Unicode map.
@@ -141,7 +141,7 @@ def test_rotated_page_keeps_text_tables_and_model_boxes_in_one_space(rotation):
     cells = {c for row in table["rows"] for c in row}
     assert {f"r{r}c{c}" for r in range(6) for c in range(3)} == cells
     # a model box in pixels of the rendered (rotated) page maps back onto the table
-    from assets._page_space import from_pixels, render_clip
+    from h3.assets._page_space import from_pixels, render_clip
 
     shown = render_clip(page, [40, 100, 440, 220])
     pixels = [v * 2 for v in shown]  # a 144-dpi render
@@ -184,8 +184,8 @@ def test_junk_around_the_pdf_is_accepted_with_a_warning_and_repair_is_reported(t
 
 
 def test_dangling_pdf_symlink_is_reported_not_skipped(tmp_path, h3_home):
-    from pipelines.registry import find_pdfs, register_many
-    from resources.store import open_store
+    from h3.pipelines.registry import find_pdfs, register_many
+    from h3.resources.store import open_store
 
     (tmp_path / "docs").mkdir()
     link = tmp_path / "docs" / "gone.pdf"
@@ -198,8 +198,8 @@ def test_dangling_pdf_symlink_is_reported_not_skipped(tmp_path, h3_home):
 
 
 def test_file_name_that_is_not_utf8_fails_alone_with_a_printable_reason(tmp_path, h3_home):
-    from pipelines.registry import find_pdfs, register_many
-    from resources.store import open_store
+    from h3.pipelines.registry import find_pdfs, register_many
+    from h3.resources.store import open_store
 
     doc = pymupdf.open()
     doc.new_page().insert_text((72, 72), TEXT)
@@ -216,7 +216,7 @@ def test_file_name_that_is_not_utf8_fails_alone_with_a_printable_reason(tmp_path
 
 def test_huge_page_is_rendered_below_the_pixel_cap_and_boxes_stay_in_points(tmp_path,
                                                                               monkeypatch):
-    from assets._page_space import MAX_RENDER_PIXELS, capped_dpi
+    from h3.assets._page_space import MAX_RENDER_PIXELS, capped_dpi
 
     with pymupdf.open(scan_pdf(tmp_path / "scan.pdf")) as src:
         pix = src[0].get_pixmap(dpi=100)
@@ -245,7 +245,7 @@ def test_huge_page_is_rendered_below_the_pixel_cap_and_boxes_stay_in_points(tmp_
 def test_text_without_sentence_ends_and_huge_words_are_cut_to_the_budget():
     import base64
 
-    from assets._chunking import _split_long
+    from h3.assets._chunking import _split_long
 
     def count(text: str) -> int:  # additive like word pieces: ~3 characters a piece
         return sum(-(-len(w) // 3) for w in text.split())
@@ -265,7 +265,7 @@ def test_index_build_keeps_library_chatter_off_stdout():
     from pathlib import Path
 
     code = """import os, pymupdf
-from pipelines.cli.index_build import stdout_to_stderr
+from h3.pipelines.cli.index_build import stdout_to_stderr
 with stdout_to_stderr():
     pymupdf.message("find_tables: exception occurred: demo")  # PyMuPDF's default: stdout
     os.write(1, b"C-level chatter\\n")
@@ -281,7 +281,7 @@ print('{"json": true}')
 
 
 def test_document_warnings_say_what_was_not_read():
-    from assets.chunks import document_warnings
+    from h3.assets.chunks import document_warnings
 
     doc = {"source": "a.pdf", "warnings": ["a.pdf: damaged PDF repaired by MuPDF (x)"]}
     ocr_off = {"ocr_pages": [], "skipped_pages": [2, 3]}

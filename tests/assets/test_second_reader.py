@@ -10,8 +10,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from assets._batch import DocumentError
-from assets.documents import inspect_pdf
+from h3.assets._batch import DocumentError
+from h3.assets.documents import inspect_pdf
 
 
 def broken_catalog_pdf(path: Path, pages: int = 3) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from ontology.boxes import iou
+from h3.ontology.boxes import iou
 from tests.conftest import h3_home_env
 
 KG = Path(__file__).resolve().parents[1] / "fixtures" / "kg"
@@ -17,8 +17,8 @@ NEWS = ["northwind_acquires_bluefin", "tandem_motors", "atlas_semiconductor"]
 @pytest.fixture(scope="module")
 def news_home(tmp_path_factory):
     """Three synthetic news PDFs ingested with every per-document stage, then compressed."""
-    from pipelines.cli.index_build import ingest
-    from pipelines.runs import run_job
+    from h3.pipelines.cli.index_build import ingest
+    from h3.pipelines.runs import run_job
     from tests.fixtures.news_corpus import write_article
 
     base = tmp_path_factory.mktemp("news")
@@ -34,7 +34,7 @@ def news_home(tmp_path_factory):
 def test_definitions_hold_the_semantic_stages_checks_and_jobs():
     from dagster import AssetKey
 
-    from pipelines.definitions import defs
+    from h3.pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
     per_document = ["knowledge_graph", "structures", "figure_embeddings", "token_vectors"]
@@ -53,7 +53,7 @@ def test_definitions_hold_the_semantic_stages_checks_and_jobs():
 
 @pytest.mark.slow
 def test_graph_edges_have_provenance_and_entities_are_shared_across_documents(news_home):
-    from resources.store import open_store
+    from h3.resources.store import open_store
 
     assert news_home["report"]["ok"] == 3
     with h3_home_env(news_home["home"]):
@@ -71,8 +71,8 @@ def test_graph_edges_have_provenance_and_entities_are_shared_across_documents(ne
 
 @pytest.mark.slow
 def test_relation_recall_answers_with_the_supporting_sentence(news_home):
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     with h3_home_env(news_home["home"]):
         store = open_store()
@@ -94,9 +94,9 @@ def test_relation_recall_answers_with_the_supporting_sentence(news_home):
 
 @pytest.mark.slow
 def test_compression_job_writes_artifacts_and_passes_its_checks(news_home):
-    from resources.semantic.artifacts import load_tensors
-    from resources.semantic.doc_index import load_index
-    from resources.store import open_store
+    from h3.resources.semantic.artifacts import load_tensors
+    from h3.resources.semantic.doc_index import load_index
+    from h3.resources.store import open_store
 
     result = news_home["compress"]
     assert result["success"], result
@@ -117,11 +117,11 @@ def test_compression_job_writes_artifacts_and_passes_its_checks(news_home):
 def test_config_switches_surface_in_the_assets(news_home, tmp_path, monkeypatch):
     from dagster import materialize
 
-    from assets.entities import knowledge_graph
-    from assets.pca import token_pca
-    from pipelines.definitions import ASSETS, RESOURCES
-    from pipelines.instance import get_instance
-    from resources.store import open_store
+    from h3.assets.entities import knowledge_graph
+    from h3.assets.pca import token_pca
+    from h3.pipelines.definitions import ASSETS, RESOURCES
+    from h3.pipelines.instance import get_instance
+    from h3.resources.store import open_store
 
     off = tmp_path / "kg_off.yaml"
     off.write_text("cold_storage:\n  knowledge_graph_enabled: false\n")
@@ -147,8 +147,8 @@ def test_config_switches_surface_in_the_assets(news_home, tmp_path, monkeypatch)
 
 @pytest.mark.slow
 def test_structural_recall_finds_the_table_and_the_figure(ingested_sample):
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     with h3_home_env(ingested_sample["home"]):
         table, chart_zh, plain = recall(open_store(), [

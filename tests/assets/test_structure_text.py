@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pymupdf
 
-from assets.structures import page_text
-from resources.semantic.structures import structure_rows
+from h3.assets.structures import page_text
+from h3.resources.semantic.structures import structure_rows
 
 
 def _pdf(path: Path) -> Path:

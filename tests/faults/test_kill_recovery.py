@@ -51,8 +51,8 @@ def _assert_consistent(store) -> None:
 
 @pytest.mark.slow
 def test_kill_9_mid_ingestion_then_rerun(tmp_path):
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     corpus, home = tmp_path / "corpus", tmp_path / "h3"
     corpus.mkdir()

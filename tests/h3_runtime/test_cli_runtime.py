@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pipelines.cli.main import main
-from pipelines.cli.output import CliError
-from pipelines.cli.runtime_tools import parse_size
+from h3.pipelines.cli.main import main
+from h3.pipelines.cli.output import CliError
+from h3.pipelines.cli.runtime_tools import parse_size
 from tests.h3_runtime.conftest import tiny_llama
 
 

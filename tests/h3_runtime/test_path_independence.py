@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from benchmarks.evals.ruler_tasks import passkey
 from h3_runtime.engine import H3Engine
-from h3_runtime.evals.ruler_tasks import passkey
 from h3_runtime.reuse.assemble import CachedSpan, Segment
 from h3_runtime.reuse.doc_kv import DocumentKV, precompute_document
 from h3_runtime.reuse.runtime import ReuseRuntime

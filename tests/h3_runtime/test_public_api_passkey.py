@@ -9,8 +9,8 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from benchmarks.evals.ruler_tasks import passkey
 from h3_runtime.engine import H3Engine
-from h3_runtime.evals.ruler_tasks import passkey
 from tests.h3_runtime.conftest import kv_bytes_per_token
 
 pytestmark = pytest.mark.slow

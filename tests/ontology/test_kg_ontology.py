@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from ontology.entities import (
+from h3.ontology.entities import (
     ENTITY_TYPES,
     SPACY_LABEL_TO_TYPE,
     entity_id,
@@ -12,7 +12,7 @@ from ontology.entities import (
     ruler_patterns,
     type_for_spacy_label,
 )
-from ontology.relations import RELATION_TYPES, RELATIONS_BY_NAME, Edge
+from h3.ontology.relations import RELATION_TYPES, RELATIONS_BY_NAME, Edge
 
 
 def test_every_spacy_label_maps_to_one_declared_type():

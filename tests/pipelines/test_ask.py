@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from pipelines.cli.main import main
+from h3.pipelines.cli.main import main
 from tests.assets._runtime_fixtures import copy_store, tiny_model_dir, write_config
 from tests.conftest import h3_home_env
 

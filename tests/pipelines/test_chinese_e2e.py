@@ -14,7 +14,7 @@ from tests.fixtures.chinese_corpus import ANNOUNCEMENT, BRIEF_EN, NOTICE, _write
 
 @pytest.fixture(scope="module")
 def chinese_store(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    from pipelines.cli.index_build import ingest
+    from h3.pipelines.cli.index_build import ingest
 
     base = tmp_path_factory.mktemp("chinese")
     corpus = base / "corpus"
@@ -28,8 +28,8 @@ def chinese_store(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 
 def _recall(home: Path, queries: list[str], mode: str = "auto") -> list[dict]:
-    from resources.recall.router import recall
-    from resources.store import open_store
+    from h3.resources.recall.router import recall
+    from h3.resources.store import open_store
 
     with h3_home_env(home):
         return recall(open_store(), queries, k=5, mode=mode)
@@ -41,7 +41,7 @@ def _names(hits: list[dict]) -> list[tuple[str, int]]:
 
 @pytest.mark.slow
 def test_languages_vectors_and_ocr(chinese_store):
-    from resources.store import open_store
+    from h3.resources.store import open_store
 
     assert chinese_store["report"]["ok"] == 3
     with h3_home_env(chinese_store["home"]):
@@ -81,9 +81,9 @@ def test_chinese_questions_text_relation_and_cross_lingual(chinese_store):
     assert ("brief_en.pdf", 1) in _names(subsidy["hits"])
 
     # BM25 alone (segmented index) finds exact Chinese names and numbers
-    from resources.recall.router import make_context
-    from resources.recall.text import text_recall
-    from resources.store import open_store
+    from h3.resources.recall.router import make_context
+    from h3.resources.recall.text import text_recall
+    from h3.resources.store import open_store
 
     with h3_home_env(home):
         ctx = make_context(open_store())
@@ -99,9 +99,9 @@ def test_cross_lingual_questions_of_the_chinese_bench(tmp_path):
     questions: each direction >= 0.8 recall@5 (issue 15's target). A Chinese question over
     English chunks relies on the other-language slot, which a later re-sort by score (page
     support) once pushed out again: zh->en read 0.167."""
-    from pipelines.bench.chinese import evaluate, load_queries
-    from pipelines.cli.index_build import ingest
-    from resources.store import open_store
+    from benchmarks.documents.chinese import evaluate, load_queries
+    from h3.pipelines.cli.index_build import ingest
+    from h3.resources.store import open_store
     from tests.fixtures.chinese_corpus import build
 
     build(tmp_path / "corpus")

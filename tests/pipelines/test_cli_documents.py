@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from pipelines.cli.main import main
-from pipelines.cli.output import CliError, Progress
+from h3.pipelines.cli.main import main
+from h3.pipelines.cli.output import CliError, Progress
 
 
 def _row(doc_id: str, source: str, status: str, reason: str | None = None, chunks: int = 0):
@@ -20,7 +20,7 @@ def _row(doc_id: str, source: str, status: str, reason: str | None = None, chunk
 
 
 def test_list_shows_ids_files_status_reason_and_counts(h3_home, capsys):
-    from resources.store import open_store
+    from h3.resources.store import open_store
 
     store = open_store()
     store.upsert_document(_row("a" * 16, "/in/report.pdf", "ok", chunks=7))
@@ -38,7 +38,7 @@ def test_list_shows_ids_files_status_reason_and_counts(h3_home, capsys):
 
 
 def test_delete_resolves_ids_paths_and_folders_and_refuses_unknown(h3_home, tmp_path, capsys):
-    from pipelines.cli.delete import resolve_targets
+    from h3.pipelines.cli.delete import resolve_targets
 
     rows = [{"doc_id": "a" * 16, "source": str(tmp_path / "in" / "x.pdf")},
             {"doc_id": "b" * 16, "source": str(tmp_path / "in" / "sub" / "y.pdf")},
@@ -61,7 +61,7 @@ def test_delete_resolves_ids_paths_and_folders_and_refuses_unknown(h3_home, tmp_
     (b'[1, 2', "not a valid JSON array"),
 ])
 def test_bad_queries_file_is_one_line_naming_file_and_line(tmp_path, content, message):
-    from pipelines.cli.queries_file import read_queries
+    from h3.pipelines.cli.queries_file import read_queries
 
     path = tmp_path / "q.jsonl"
     path.write_bytes(content)
@@ -72,7 +72,7 @@ def test_bad_queries_file_is_one_line_naming_file_and_line(tmp_path, content, me
 
 
 def test_queries_file_reads_lines_jsonl_and_json_arrays(tmp_path):
-    from pipelines.cli.queries_file import read_queries
+    from h3.pipelines.cli.queries_file import read_queries
 
     mixed = tmp_path / "q.txt"
     mixed.write_text('plain question\n\n{"query": "from json", "k": 3}\n')
@@ -89,7 +89,7 @@ def test_index_build_warns_and_exits_2_without_pdf(h3_home, tmp_path, capsys):
 
 
 def test_no_dagster_run_when_every_file_fails_the_first_check(h3_home, tmp_path, capsys):
-    from pipelines.instance import get_instance
+    from h3.pipelines.instance import get_instance
 
     folder = tmp_path / "bad"
     folder.mkdir()
@@ -126,9 +126,9 @@ def test_progress_lines_on_a_pipe_and_nothing_when_disabled(capsys):
 
 
 def test_text_output_shows_notes_weak_matches_and_evidence_pages():
-    from pipelines.cli.annotate import WEAK_SCORE
-    from pipelines.cli.ask import evidence_pages
-    from pipelines.cli.recall import _human
+    from h3.pipelines.cli.annotate import WEAK_SCORE
+    from h3.pipelines.cli.ask import evidence_pages
+    from h3.pipelines.cli.recall import _human
 
     hit = {"source": "/in/report.pdf", "page": 3, "bbox": [0, 0, 1, 1], "kind": "text",
            "text": "revenue", "score": WEAK_SCORE - 0.05}
@@ -145,7 +145,7 @@ def test_text_output_shows_notes_weak_matches_and_evidence_pages():
 
 
 def test_a_snippet_shows_the_sentence_that_matched_not_the_chunks_opening():
-    from pipelines.cli.annotate import SNIPPET_WIDTH, snippet
+    from h3.pipelines.cli.annotate import SNIPPET_WIDTH, snippet
 
     text = ("Item 7. Management's Discussion and Analysis of Financial Condition and Results of "
             "Operations. The following table shows our segments. Warehouse rents rose slightly. "

@@ -13,7 +13,7 @@ INTERFACE_COMMANDS = [
 
 def test_help_lists_every_interface_command():
     out = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli.main", "--help"], capture_output=True, text=True
+        [sys.executable, "-m", "h3.pipelines.cli.main", "--help"], capture_output=True, text=True
     )
     assert out.returncode == 0, out.stderr
     for command in INTERFACE_COMMANDS:
@@ -23,7 +23,7 @@ def test_help_lists_every_interface_command():
 @pytest.mark.parametrize("command", INTERFACE_COMMANDS)
 def test_every_command_accepts_json(command):
     out = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli.main", command, "--help"],
+        [sys.executable, "-m", "h3.pipelines.cli.main", command, "--help"],
         capture_output=True, text=True,
     )
     assert out.returncode == 0, out.stderr
@@ -36,7 +36,7 @@ def test_every_command_accepts_json(command):
                                          ("--variants", "h3_10%,h3_7%")])
 def test_bench_rejects_a_bad_value_naming_the_flag(flag, value):
     out = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", "ruler",
+        [sys.executable, "-m", "h3.pipelines.cli.main", "bench", "--scenario", "ruler",
          flag, value, "--out", "/nonexistent/never-created"],
         capture_output=True, text=True,
     )
@@ -44,7 +44,7 @@ def test_bench_rejects_a_bad_value_naming_the_flag(flag, value):
 
 
 def test_bench_lengths_are_parsed_as_token_counts():
-    from pipelines.cli.bench import _lengths
+    from benchmarks.cli import _lengths
 
     assert _lengths("8192,4096") == [8192, 4096]
 
@@ -54,7 +54,7 @@ def _record_ruler_runs(monkeypatch) -> list[tuple]:
     samples and variants run): each run_sample call appends (sample, variant names)."""
     import types
 
-    import h3_runtime.bench.ruler as ruler
+    import benchmarks.runtime.ruler as ruler
 
     ran: list[tuple] = []
     fake_engine = types.SimpleNamespace(
@@ -76,8 +76,8 @@ def _record_ruler_runs(monkeypatch) -> list[tuple]:
 def test_bench_ruler_runs_only_the_tasks_named(tmp_path, monkeypatch):
     """--tasks reaches run_ruler: only those RULER tasks run, and the passkey part only when
     named."""
-    import h3_runtime.bench.ruler as ruler
-    from pipelines.cli.bench import _tasks
+    import benchmarks.runtime.ruler as ruler
+    from benchmarks.cli import _tasks
 
     ran = _record_ruler_runs(monkeypatch)
     report = ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=_tasks("fwe,cwe"))
@@ -91,8 +91,8 @@ def test_bench_ruler_runs_only_the_tasks_named(tmp_path, monkeypatch):
 def test_bench_ruler_runs_only_the_variants_named(tmp_path, monkeypatch):
     """--variants reaches run_ruler: beside full attention only those tiered variants run, in
     the RULER part and the passkey part."""
-    import h3_runtime.bench.ruler as ruler
-    from pipelines.cli.bench import _variants
+    import benchmarks.runtime.ruler as ruler
+    from benchmarks.cli import _variants
 
     ran = _record_ruler_runs(monkeypatch)
     report = ruler.run_ruler(tmp_path, False, lengths=[4096], tasks=["fwe", "passkey"],
@@ -107,7 +107,7 @@ def test_bench_ruler_runs_only_the_variants_named(tmp_path, monkeypatch):
 def test_bench_rejects_variants_a_chosen_scenario_does_not_have(tmp_path):
     """A ruler-only variant with the decode scenario (or any with a scenario without variants)
     is refused naming the scenario, before anything runs (nothing is written to --out)."""
-    from h3_runtime.bench import decode, ruler
+    from benchmarks.runtime import decode, ruler
 
     cases = (("decode", "h3_2.5%"), ("ruler", "h3_10%_sketches_only"), ("needle", "h3_10%"))
     # the premise: each variant belongs to another scenario, not to the one it is given to
@@ -116,7 +116,7 @@ def test_bench_rejects_variants_a_chosen_scenario_does_not_have(tmp_path):
     for scenario, variant in cases:
         out_dir = tmp_path / scenario
         out = subprocess.run(
-            [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", scenario,
+            [sys.executable, "-m", "h3.pipelines.cli.main", "bench", "--scenario", scenario,
              "--variants", variant, "--out", str(out_dir)],
             capture_output=True, text=True, timeout=300,  # a refusal is immediate
         )
@@ -130,14 +130,14 @@ def test_bench_refuses_a_sample_count_below_one_and_passes_seed_zero(tmp_path, m
     naming the flag). --first-seed 0 reaches the scenario (a falsy value was dropped before,
     leaving passkey_api on its own default, 21)."""
     out = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli.main", "bench", "--scenario", "ruler",
+        [sys.executable, "-m", "h3.pipelines.cli.main", "bench", "--scenario", "ruler",
          "--samples", "0", "--out", "/nonexistent/never-created"],
         capture_output=True, text=True,
     )
     assert out.returncode == 2 and "--samples" in out.stderr and ">= 1" in out.stderr, out.stderr
 
-    import h3_runtime.bench.passkey_api as passkey_api
-    from pipelines.cli.main import main
+    import benchmarks.runtime.passkey_api as passkey_api
+    from h3.pipelines.cli.main import main
 
     seen = {}
 
@@ -156,8 +156,8 @@ def test_bench_decode_runs_only_the_variants_and_lengths_named(tmp_path, monkeyp
     variants are timed, at the named lengths."""
     import types
 
-    import h3_runtime.bench.decode as decode
-    from pipelines.cli.bench import _variants
+    import benchmarks.runtime.decode as decode
+    from benchmarks.cli import _variants
 
     timed: list[int] = []  # the prompt length of each H3 run
     fake_engine = types.SimpleNamespace(
@@ -186,7 +186,7 @@ def test_bench_decode_runs_only_the_variants_and_lengths_named(tmp_path, monkeyp
 def test_decode_kv_cost_removed_is_the_share_of_full_attentions_kv_time():
     """(full - H3) / (full - model alone): all of it for a cache as cheap as the model alone,
     none for one as slow as full attention, and no figure where there is no KV cost."""
-    from h3_runtime.bench.decode import kv_cost_removed
+    from benchmarks.runtime.decode import kv_cost_removed
 
     assert kv_cost_removed(78.0, 38.0, 38.0) == 1.0
     assert kv_cost_removed(78.0, 38.0, 78.0) == 0.0

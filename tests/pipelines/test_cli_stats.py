@@ -16,7 +16,7 @@ def test_stats_on_an_empty_store_lists_every_table(tmp_path):
     # a fresh process that imports only the CLI's stats module: no asset module is loaded, so a
     # table declared as an import side effect of an asset would be missing here
     env = os.environ | {"H3_HOME": str(tmp_path / "h3")}
-    out = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "stats", "--json"],
+    out = subprocess.run([sys.executable, "-m", "h3.pipelines.cli.main", "stats", "--json"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
@@ -28,7 +28,7 @@ def test_a_bad_config_is_one_line_naming_the_key(tmp_path):
     config = tmp_path / "h3_config.yaml"
     config.write_text("cold_storage:\n  ocr_enable: true\n")
     env = os.environ | {"H3_HOME": str(tmp_path / "h3"), "H3_CONFIG": str(config)}
-    out = subprocess.run([sys.executable, "-m", "pipelines.cli.main", "stats", "--json"],
+    out = subprocess.run([sys.executable, "-m", "h3.pipelines.cli.main", "stats", "--json"],
                          capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "cold_storage.ocr_enable" in out.stderr

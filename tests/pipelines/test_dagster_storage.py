@@ -10,8 +10,8 @@ import shutil
 from dagster import AssetKey, DagsterInstance, DynamicPartitionsDefinition, asset, materialize
 from dagster._core.instance.ref import InstanceRef
 
-from pipelines.dagster_storage import H3HomeComputeLogManager, H3HomeSqliteStorage
-from pipelines.instance import REPO_ROOT, get_instance
+from h3.pipelines.dagster_storage import H3HomeComputeLogManager, H3HomeSqliteStorage
+from h3.pipelines.instance import REPO_ROOT, get_instance
 
 PARTS = DynamicPartitionsDefinition(name="storage_test_docs")
 

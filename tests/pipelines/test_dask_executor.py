@@ -19,7 +19,7 @@ from dagster import (
     reconstructable,
 )
 
-from pipelines.dask_executor import h3_dask_executor
+from h3.pipelines.dask_executor import h3_dask_executor
 
 MARKER_ENV = "H3_TEST_FLAKY_MARKER"
 

@@ -6,7 +6,7 @@ from dagster import AssetKey
 
 
 def test_definitions_load_with_every_ingestion_stage():
-    from pipelines.definitions import defs
+    from h3.pipelines.definitions import defs
 
     defs.validate_loadable(defs)
     graph = defs.resolve_asset_graph()
@@ -23,8 +23,8 @@ def test_definitions_load_with_every_ingestion_stage():
 
 
 def test_assets_are_grouped_by_concern_with_kinds():
-    from assets.groups import GROUPS
-    from pipelines.definitions import defs
+    from h3.assets.groups import GROUPS
+    from h3.pipelines.definitions import defs
 
     graph = defs.resolve_asset_graph()
     nodes = {k.to_user_string(): graph.get(k) for k in graph.get_all_asset_keys()}

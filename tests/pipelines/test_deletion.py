@@ -39,13 +39,13 @@ def _store_kv(root, doc_id: str):
 def two_documents(h3_home):
     """Two documents in a real LanceDB store: shared entity `acme`, `only-a` mentioned by A only;
     rows, files, KV and partitions for both."""
-    from pipelines.instance import get_instance
-    from pipelines.partitions import add_partitions
-    from resources.graph.store import refresh_nodes
-    from resources.runtime import doc_kv_root
-    from resources.settings import load_config
-    from resources.store import open_store
-    from resources.store.tables import EDGES
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.partitions import add_partitions
+    from h3.resources.graph.store import refresh_nodes
+    from h3.resources.runtime import doc_kv_root
+    from h3.resources.settings import load_config
+    from h3.resources.store import open_store
+    from h3.resources.store.tables import EDGES
 
     store = open_store()
     kv_keys = {}
@@ -76,9 +76,9 @@ def two_documents(h3_home):
 
 
 def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
-    from pipelines.deletion import delete_document
-    from resources.runtime import doc_kv_root
-    from resources.settings import load_config
+    from h3.pipelines.deletion import delete_document
+    from h3.resources.runtime import doc_kv_root
+    from h3.resources.settings import load_config
 
     store, instance, home = (two_documents[k] for k in ("store", "instance", "home"))
     report = delete_document(DOC_A, instance=instance)
@@ -107,14 +107,14 @@ def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
 
 @pytest.mark.parametrize("bad", ["../../etc", "AAAAAAAAAAAAAAAA", "a' OR '1'='1", ""])
 def test_delete_refuses_anything_but_a_document_id(h3_home, bad):
-    from pipelines.deletion import delete_document
+    from h3.pipelines.deletion import delete_document
 
     with pytest.raises(ValueError, match="not a document id"):
         delete_document(bad, instance=object())
 
 
 def test_delete_job_runs_in_the_instance(two_documents):
-    from pipelines.definitions import defs
+    from h3.pipelines.definitions import defs
 
     result = defs.resolve_job_def("delete_documents").execute_in_process(
         run_config={"ops": {"delete_documents_op": {"config": {"doc_ids": [DOC_B]}}}},

@@ -16,7 +16,7 @@ def _statuses(instance, asset: str) -> tuple[set, set]:
         get_and_update_asset_status_cache_value,
     )
 
-    from pipelines.partitions import DOCUMENTS_PARTITIONS as parts
+    from h3.pipelines.partitions import DOCUMENTS_PARTITIONS as parts
 
     value = get_and_update_asset_status_cache_value(instance, AssetKey(asset), parts,
                                                     dynamic_partitions_loader=instance)
@@ -28,12 +28,12 @@ def _statuses(instance, asset: str) -> tuple[set, set]:
 def test_failed_document_fails_its_partition_and_the_next_good_run_clears_it(h3_home, tmp_path):
     import pymupdf
 
-    from pipelines.cli.index_build import QUIET, _crashed
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
-    from pipelines.partitions import add_partitions, range_tags
-    from pipelines.registry import register_many
-    from resources.store import open_store
+    from h3.pipelines.cli.index_build import QUIET, _crashed
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.partitions import add_partitions, range_tags
+    from h3.pipelines.registry import register_many
+    from h3.resources.store import open_store
 
     good, flaky = tmp_path / "handbook.pdf", tmp_path / "memo.pdf"
     lab_handbook(good)

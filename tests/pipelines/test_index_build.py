@@ -23,7 +23,7 @@ def test_sample_corpus_is_ingested_through_dagster(ingested_sample):
     assert (report["ok"], report["failed"], report["unchanged"]) == (3, 0, 0)
     assert sum(d["pages"] for d in report["documents"]) == 7
     with h3_home_env(ingested_sample["home"]):
-        from pipelines.instance import get_instance
+        from h3.pipelines.instance import get_instance
 
         runs = {r.run_id: r for r in get_instance().get_runs()}
         assert set(report["run_ids"]) <= set(runs)
@@ -49,7 +49,7 @@ class _TinyStore:
 
 
 def test_compression_is_skipped_when_nothing_changed_or_corpus_is_tiny():
-    from pipelines.cli.index_build import compress_corpus
+    from h3.pipelines.cli.index_build import compress_corpus
 
     unchanged = compress_corpus(_TinyStore(50, 500), instance=None, changed=False)
     assert unchanged == {"status": "skipped", "reason": "no document changed", "run_id": None}
@@ -60,8 +60,8 @@ def test_compression_is_skipped_when_nothing_changed_or_corpus_is_tiny():
 
 @pytest.mark.slow
 def test_recall_finds_known_facts_on_the_right_page(ingested_sample):
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     store = open_store(str(ingested_sample["home"] / "lancedb"))
     queries = _sample_queries()
@@ -82,9 +82,9 @@ def test_recall_finds_known_facts_on_the_right_page(ingested_sample):
 
 @pytest.mark.slow
 def test_bad_inputs_fail_alone_rerun_is_idempotent_and_changes_replace(h3_home, tmp_path):
-    from pipelines.cli.index_build import ingest
-    from pipelines.cli.main import main
-    from resources.store import open_store
+    from h3.pipelines.cli.index_build import ingest
+    from h3.pipelines.cli.main import main
+    from h3.resources.store import open_store
 
     corpus = tmp_path / "docs"
     corpus.mkdir()
@@ -148,7 +148,7 @@ def by_status(report: dict) -> dict:
 
 @pytest.mark.slow
 def test_cli_recall_and_stats_json(ingested_sample, capsys):
-    from pipelines.cli.main import main
+    from h3.pipelines.cli.main import main
 
     with h3_home_env(ingested_sample["home"]):
         assert main(["stats", "--json"]) == 0

@@ -37,11 +37,11 @@ def odd_corpus(folder):
 
 @pytest.mark.slow
 def test_odd_corpus_ingests_each_file_on_its_own_merits(h3_home, tmp_path, capsys):
-    from assets.doc_index import textless_doc_ids
-    from pipelines.cli.index_build import ingest
-    from pipelines.cli.main import main
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.assets.doc_index import textless_doc_ids
+    from h3.pipelines.cli.index_build import ingest
+    from h3.pipelines.cli.main import main
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     corpus = tmp_path / "odd"
     odd_corpus(corpus)

@@ -21,7 +21,7 @@ from tests.conftest import h3_home_env
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     """A private PostgreSQL server (pipelines/postgres.py) for this module's tests."""
-    from pipelines.postgres import PostgresError, pg_binary, start, stop
+    from h3.pipelines.postgres import PostgresError, pg_binary, start, stop
 
     try:
         pg_binary("initdb")
@@ -72,10 +72,10 @@ def test_two_workers_on_postgres_store_what_one_process_does(ingested_sample, po
                                                              tmp_path, monkeypatch):
     import dask.distributed
 
-    from pipelines.cli.index_build import ingest
-    from pipelines.dask_worker import loaded_models
-    from pipelines.scaleout import WORKER_PRELOAD
-    from resources.store import open_store
+    from h3.pipelines.cli.index_build import ingest
+    from h3.pipelines.dask_worker import loaded_models
+    from h3.pipelines.scaleout import WORKER_PRELOAD
+    from h3.resources.store import open_store
 
     with h3_home_env(ingested_sample["home"]):
         expected = _content(open_store())
@@ -96,7 +96,7 @@ def test_two_workers_on_postgres_store_what_one_process_does(ingested_sample, po
         assert report["compress"]["status"] == "ok", report["compress"]
         assert _content(open_store()) == expected
 
-        from pipelines.instance import get_instance
+        from h3.pipelines.instance import get_instance
 
         instance = get_instance()  # runs and events are in PostgreSQL, every run succeeded
         assert type(instance.run_storage).__name__ == "PostgresRunStorage"
@@ -124,8 +124,8 @@ def _payloads(n_chunks: int) -> tuple[dict, dict, dict]:
 def test_concurrent_writers_of_one_document_leave_one_copy(tmp_path):
     """Four writers (separate store handles, as separate workers have) rewrite one document at
     once: the document lock keeps each delete+add whole, so no rows are duplicated."""
-    from assets.store import write_document
-    from resources.store import LanceDocumentStore
+    from h3.assets.store import write_document
+    from h3.resources.store import LanceDocumentStore
 
     doc, chunked, vectors = _payloads(5)
     errors: list[BaseException] = []
@@ -150,7 +150,7 @@ def test_concurrent_writers_of_one_document_leave_one_copy(tmp_path):
 
 
 def test_a_store_that_cannot_be_opened_fails_with_one_line(tmp_path):
-    from resources.store.lance import LanceDocumentStore, StoreUnreachableError
+    from h3.resources.store.lance import LanceDocumentStore, StoreUnreachableError
 
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
@@ -164,7 +164,7 @@ def test_a_store_that_cannot_be_opened_fails_with_one_line(tmp_path):
 def test_commit_conflicts_are_retried_and_other_errors_are_not(monkeypatch):
     """Lance's conflict errors (none arose in the bench's 4 concurrent writers) are retried with
     backoff; any other error surfaces at once."""
-    from resources.store import lance
+    from h3.resources.store import lance
 
     monkeypatch.setattr(lance, "COMMIT_BACKOFF_S", 0.001)
     calls: list[int] = []

@@ -26,7 +26,7 @@ def _add_doc(store, doc_id: str, chunks: int, updated_at: float) -> None:
 
 
 def _tick(instance):
-    from pipelines.schedules import reindex_schedule
+    from h3.pipelines.schedules import reindex_schedule
 
     return reindex_schedule(build_schedule_context(instance=instance))
 
@@ -36,9 +36,9 @@ def _selected(request: RunRequest) -> set[str]:
 
 
 def test_schedule_refits_only_when_the_corpus_drifted(h3_home):
-    from pipelines.instance import get_instance
-    from pipelines.schedules import DRIFT_THRESHOLD
-    from resources.store import open_store
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.schedules import DRIFT_THRESHOLD
+    from h3.resources.store import open_store
 
     instance, store = get_instance(), open_store()
     assert isinstance(_tick(instance), SkipReason)  # empty store: nothing to index
@@ -69,9 +69,9 @@ def test_schedule_refits_only_when_the_corpus_drifted(h3_home):
 
 
 def test_drift_is_infinite_before_any_fit_and_zero_without_documents(h3_home):
-    from pipelines.instance import get_instance
-    from pipelines.schedules import corpus_drift
-    from resources.store import open_store
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.schedules import corpus_drift
+    from h3.resources.store import open_store
 
     instance, store = get_instance(), open_store()
     assert corpus_drift(instance, store).score == 0.0
@@ -86,10 +86,10 @@ def test_reindex_run_on_the_ingested_sample(ingested_sample, tmp_path):
     pooling through compress_corpus), the schedule asks for indexes only; a refit request (as a
     drifted corpus gets) and the next tick's index-only request both run for real; nothing
     Dagster stored is a pickle."""
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
-    from pipelines.schedules import reindex_request
-    from resources.store import open_store
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.schedules import reindex_request
+    from h3.resources.store import open_store
     from tests.conftest import h3_home_env
     from tests.security.scan import find_pickles
 

@@ -29,7 +29,7 @@ def one_page_pdf(path: Path, text: str, age_s: float = 60.0) -> Path:
 
 
 def tick(instance, cursor: str | None):
-    from pipelines.sensors import inbox_sensor
+    from h3.pipelines.sensors import inbox_sensor
 
     context = build_sensor_context(instance=instance, cursor=cursor)
     result = inbox_sensor(context)
@@ -57,9 +57,9 @@ def doc_ids(cursor: str) -> dict[str, str]:
 
 
 def test_cursor_tracks_new_unchanged_changed_and_removed_files(h3_home):
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
-    from resources.store import open_store
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.instance import get_instance
+    from h3.resources.store import open_store
 
     instance, store = get_instance(), open_store()
     inbox = h3_home / "inbox"
@@ -106,9 +106,9 @@ def test_cursor_tracks_new_unchanged_changed_and_removed_files(h3_home):
 def test_a_document_held_by_another_path_is_not_deleted(h3_home, tmp_path, monkeypatch):
     """The same bytes ingested from elsewhere (source outside the inbox) survive the inbox copy
     being removed; $H3_INBOX picks the folder."""
-    from pipelines.instance import get_instance
-    from pipelines.registry import register
-    from resources.store import open_store
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.registry import register
+    from h3.resources.store import open_store
 
     inbox = tmp_path / "shared-inbox"
     inbox.mkdir()
@@ -132,10 +132,10 @@ def test_a_document_held_by_another_path_is_not_deleted(h3_home, tmp_path, monke
 def test_inbox_end_to_end_ingest_replace_delete(h3_home):
     """Real runs of what the sensor requests: ingest, change (old version fully replaced),
     remove (nothing of it left: rows, crops, partition)."""
-    from pipelines.definitions import defs
-    from pipelines.instance import get_instance
-    from resources.recall import recall
-    from resources.store import open_store
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.instance import get_instance
+    from h3.resources.recall import recall
+    from h3.resources.store import open_store
 
     instance, store = get_instance(), open_store()
     ingest_job = defs.resolve_job_def("ingest_documents")

@@ -33,7 +33,7 @@ def test_sigterm_leaves_no_dagster_process(tmp_path):
     port = str(_free_port())
     env = {**os.environ, "H3_HOME": str(tmp_path / "h3")}
     env.pop("DAGSTER_HOME", None)
-    proc = subprocess.Popen([sys.executable, "-m", "pipelines.ui", port], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "h3.pipelines.ui", port], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:

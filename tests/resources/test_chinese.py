@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from h3_runtime.config import ConfigError
-from resources.nlp.extract import TextUnit, extract
-from resources.recall.intent import detect_structure
-from resources.settings import Settings
-from resources.text_lang import (
+from h3.resources.nlp.extract import TextUnit, extract
+from h3.resources.recall.intent import detect_structure
+from h3.resources.settings import Settings
+from h3.resources.text_lang import (
     detect_language,
     document_language,
     fts_form,
@@ -18,6 +17,7 @@ from resources.text_lang import (
     join_spaced_han,
     word_count,
 )
+from h3_runtime.config import ConfigError
 
 BOX = (10.0, 20.0, 300.0, 40.0)
 
@@ -98,7 +98,7 @@ def test_chinese_structure_intents_pin_numbers_and_pages():
 
 
 def test_ocr_joins_chinese_characters_tesseract_separates():
-    from resources.models.ocr import _CJK_GAP
+    from h3.resources.models.ocr import _CJK_GAP
 
     assert _CJK_GAP.sub("", "关于 做 好 2024 年 度 企业 研发 费用 ， 激励") == \
         "关于做好2024年度企业研发费用，激励"
@@ -116,7 +116,7 @@ def test_config_validates_the_new_keys():
 
 
 def test_english_chunks_never_load_the_multilingual_model(monkeypatch):
-    import assets._multilingual as ml
+    import h3.assets._multilingual as ml
 
     def refuse():
         raise AssertionError("the multilingual model was loaded for English text")
@@ -128,7 +128,7 @@ def test_english_chunks_never_load_the_multilingual_model(monkeypatch):
 
 
 def test_multilingual_model_pairs_english_and_chinese_paraphrases():
-    from resources.models.multilingual import MultilingualEmbedder
+    from h3.resources.models.multilingual import MultilingualEmbedder
 
     model = MultilingualEmbedder(num_threads=1)
     docs = model.passages(["华腾科技2023年营业收入达到12.5亿元。", "今天下午有雷阵雨。"])  # (2, 384)

@@ -6,8 +6,8 @@ import string
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from resources.nlp.issuer import DocumentProfile, short_forms
-from resources.recall.companies import IssuerRegistry, fold, squash
+from h3.resources.nlp.issuer import DocumentProfile, short_forms
+from h3.resources.recall.companies import IssuerRegistry, fold, squash
 
 
 def profile(issuer: str, ticker: str = "", former: tuple[str, ...] = ()) -> DocumentProfile:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from resources.models.embedder import TextEmbedder
-from resources.store import DocumentStore, LanceDocumentStore
+from h3.resources.models.embedder import TextEmbedder
+from h3.resources.store import DocumentStore, LanceDocumentStore
 from tests.doubles import HashEmbedder, MemoryStore
 
 
@@ -15,7 +15,7 @@ from tests.doubles import HashEmbedder, MemoryStore
 def embedder(request) -> TextEmbedder:
     if request.param == "double":
         return HashEmbedder()
-    from resources.models.embedder import get_embedder
+    from h3.resources.models.embedder import get_embedder
 
     return get_embedder(precision="fp32")
 

@@ -5,11 +5,11 @@ import json
 
 import numpy as np
 
-from ontology.document import Hit
-from resources.nlp.issuer import DocumentProfile
-from resources.recall.documents import named_forms, route, unknown_company
-from resources.recall.router import RecallContext, merge_pages
-from resources.store.lance import LanceDocumentStore
+from h3.ontology.document import Hit
+from h3.resources.nlp.issuer import DocumentProfile
+from h3.resources.recall.documents import named_forms, route, unknown_company
+from h3.resources.recall.router import RecallContext, merge_pages
+from h3.resources.store.lance import LanceDocumentStore
 
 PROFILES = {
     "d1": DocumentProfile("Northwind Trading Holdings, Inc.", ("Northwind Trading", "NWTH"),
@@ -73,7 +73,7 @@ def test_hits_of_one_page_merge_keeping_every_box():
 
 
 def test_mode_documents_lists_routed_documents_and_carries_the_note(tmp_path):
-    from resources.recall.router import recall
+    from h3.resources.recall.router import recall
 
     ctx = _context(tmp_path)
     named = recall(ctx.store, ["Northwind Trading FY2023 revenue"], k=5, mode="documents",
@@ -88,7 +88,7 @@ def test_mode_documents_lists_routed_documents_and_carries_the_note(tmp_path):
 
 
 def test_mode_documents_ranks_by_the_pages_that_answer_when_no_company_is_named(tmp_path):
-    from resources.recall.router import recall
+    from h3.resources.recall.router import recall
 
     ctx = _context(tmp_path)
     texts = {"d1": "Dividends declared per share and share repurchases in the year.",
@@ -117,7 +117,7 @@ def test_a_named_quarter_picks_that_quarters_filing(tmp_path):
 
 
 def test_inside_the_named_documents_the_company_name_is_left_out_of_the_words(tmp_path):
-    from resources.recall.documents import within_named_documents
+    from h3.resources.recall.documents import within_named_documents
 
     ctx = _context(tmp_path)
     q = "Has Northwind Trading reported legal battles?"
@@ -132,7 +132,7 @@ def test_inside_the_named_documents_the_company_name_is_left_out_of_the_words(tm
 
 
 def test_a_page_two_passages_support_outranks_a_page_with_one_of_the_same_score():
-    from resources.recall.text import PAGE_SUPPORT, page_support
+    from h3.resources.recall.text import PAGE_SUPPORT, page_support
 
     def row(i, page):
         return {"chunk_id": f"d1:c{i}", "doc_id": "d1", "page": page}
@@ -143,7 +143,7 @@ def test_a_page_two_passages_support_outranks_a_page_with_one_of_the_same_score(
 
 
 def test_routed_dense_search_in_memory_matches_the_stores(tmp_path):
-    from resources.recall.text import dense
+    from h3.resources.recall.text import dense
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(30, 384)).astype(np.float32)
@@ -165,7 +165,7 @@ def test_routed_dense_search_in_memory_matches_the_stores(tmp_path):
 def test_routing_is_a_prior_never_a_filter(tmp_path):
     """The named company's pages rank first; a page only another filing has still comes back
     (the old routing searched the named company's filings alone)."""
-    from resources.recall.text import text_recall
+    from h3.resources.recall.text import text_recall
 
     ctx = _context(tmp_path)
     texts = {"d1": "Gross margin was 41 percent, up from 39 percent, on lower freight costs.",
@@ -186,7 +186,7 @@ def test_routing_is_a_prior_never_a_filter(tmp_path):
 def test_a_profile_from_an_older_profiler_is_read_again_once_and_kept(tmp_path, monkeypatch):
     import pymupdf
 
-    from resources.recall import documents
+    from h3.resources.recall import documents
 
     pdf = tmp_path / "cover.pdf"
     doc = pymupdf.open()

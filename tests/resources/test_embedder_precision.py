@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
+from h3.resources.models.embedder import _load_sbert, get_embedder
+from h3.resources.settings import Settings
 from h3_runtime.config import ConfigError
-from resources.models.embedder import _load_sbert, get_embedder
-from resources.settings import Settings
 
 PASSAGES = [
     "The feed pump must be primed with water before the first start; running it dry destroys "
@@ -82,7 +82,7 @@ def test_onnx_int8_graph_quantises_the_layers_torch_does_and_stays_close_to_fp32
     the FFN input only, and vectors close to fp32 (torch's int8 ones: > 0.97)."""
     import onnx
 
-    from resources.models.minilm_onnx import OnnxMiniLM
+    from h3.resources.models.minilm_onnx import OnnxMiniLM
 
     fp32, int8 = embedders
     int8.encode(["builds the graph"])

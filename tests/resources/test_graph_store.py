@@ -1,11 +1,11 @@
 """The knowledge graph in a real LanceDB store: writing, node refresh across documents,
 deletion, and relation recall straight from the tables (no Dagster)."""
 
-from resources.graph.store import rebuild_all_nodes, write_document_graph
-from resources.nlp.extract import TextUnit, extract
-from resources.recall.relation import relation_recall
-from resources.recall.router import RecallContext
-from resources.store.lance import LanceDocumentStore
+from h3.resources.graph.store import rebuild_all_nodes, write_document_graph
+from h3.resources.nlp.extract import TextUnit, extract
+from h3.resources.recall.relation import relation_recall
+from h3.resources.recall.router import RecallContext
+from h3.resources.store.lance import LanceDocumentStore
 
 BOX = (72.0, 100.0, 523.0, 160.0)
 

@@ -1,7 +1,7 @@
 """Document profiles from cover pages (issue 11): issuer, short forms, ticker, form, period.
 The covers are written for these tests in the layouts SEC filings and press releases use."""
 
-from resources.nlp.issuer import DocumentProfile, profile_document, short_forms, tidy_name
+from h3.resources.nlp.issuer import DocumentProfile, profile_document, short_forms, tidy_name
 
 TEN_Q = """UNITED STATES
 SECURITIES AND EXCHANGE COMMISSION
@@ -88,7 +88,7 @@ import pytest  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from resources.nlp.issuer import PROFILE_VERSION, legible  # noqa: E402
+from h3.resources.nlp.issuer import PROFILE_VERSION, legible  # noqa: E402
 
 LEGAL_NAMES = [
     "Harrow Lane & Co.", "Pemberton Stanley & Co. LLC", "Gerrit Holt N.V.", "Ashdown plc",
@@ -318,7 +318,7 @@ def test_a_first_page_without_text_is_read_by_ocr(tmp_path):
 
     if not shutil.which("tesseract"):
         pytest.skip("tesseract is not installed")
-    from resources.nlp.issuer import profile_pdf
+    from h3.resources.nlp.issuer import profile_pdf
 
     path = _scan_pdf(tmp_path / "scan.pdf", "Exhibit 99.1\nGreywater Pumps Corporation Reports "
                      "Third Quarter 2024 Results\nTULSA, Okla., Oct. 29, 2024 -- Greywater Pumps "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pymupdf
 
-from resources.models.layout import LayoutDetector
+from h3.resources.models.layout import LayoutDetector
 from tests.conftest import SAMPLE_CORPUS
 
 
@@ -27,8 +27,8 @@ def test_pages_read_on_worker_threads_give_the_layouts_of_one_page_at_a_time():
     """`detected_pages` (the layout stage: single-threaded model runs on 2 worker threads, pages
     rendered ahead) must type every block exactly as the model run page by page on 2 intra-op
     threads did, in page order, and leave the pages the model skips to the font rules."""
-    from assets.layout import detected_pages, page_layout
-    from resources.models.layout import LayoutModelResource
+    from h3.assets.layout import detected_pages, page_layout
+    from h3.resources.models.layout import LayoutModelResource
 
     resource = LayoutModelResource()
     skip_second = lambda page: page.number != 1  # noqa: E731  (a page the model does not see)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from resources.models.embedder import MAX_TOKENS, get_embedder
+from h3.resources.models.embedder import MAX_TOKENS, get_embedder
 
 TEXTS = [
     "Annual revenue grew by 14.2 percent to 3.1 billion euros.",

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from ontology.entities import entity_id, normalise_name
-from resources.nlp.extract import TextUnit, extract
-from resources.nlp.relations import find_relations, mask
+from h3.ontology.entities import entity_id, normalise_name
+from h3.resources.nlp.extract import TextUnit, extract
+from h3.resources.nlp.relations import find_relations, mask
 
 KG = Path(__file__).resolve().parents[1] / "fixtures" / "kg"
 BOX = (72.0, 100.0, 523.0, 160.0)

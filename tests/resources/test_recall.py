@@ -8,11 +8,11 @@ import hashlib
 import numpy as np
 import pytest
 
-from resources.recall import INTENTS, RecallContext, recall, register_intent
-from resources.recall.router import make_context
-from resources.recall.text import coverage, rrf, terms
-from resources.store import LanceDocumentStore
-from resources.store.tables import EMBEDDING_DIM
+from h3.resources.recall import INTENTS, RecallContext, recall, register_intent
+from h3.resources.recall.router import make_context
+from h3.resources.recall.text import coverage, rrf, terms
+from h3.resources.store import LanceDocumentStore
+from h3.resources.store.tables import EMBEDDING_DIM
 
 
 def bag_of_words_embed(texts):
@@ -52,7 +52,7 @@ def test_only_completed_documents_are_returned(store):
 
 
 def test_registered_intents_fire_in_auto_mode(store):
-    from ontology.document import Hit
+    from h3.ontology.document import Hit
 
     def tables_only(ctx: RecallContext, query: str, k: int):
         return [Hit("ok1", "/x/ok.pdf", 2, (0, 0, 1, 1), "table", "T", 9.0, "structure")]

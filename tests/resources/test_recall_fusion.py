@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ontology.document import Hit
-from resources.recall import INTENTS, Ranked, recall, register_intent
-from resources.recall.router import _load_intents, fuse, make_context
+from h3.ontology.document import Hit
+from h3.resources.recall import INTENTS, Ranked, recall, register_intent
+from h3.resources.recall.router import _load_intents, fuse, make_context
 from tests.doubles import HashEmbedder, MemoryStore
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from resources.recall.intent import (
+from h3.resources.recall.intent import (
     detect_relations,
     detect_structure,
     query_entities,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dagster import asset, materialize
 
-from resources.models.embedder import SbertEmbedderResource, get_embedder
-from resources.store import DocumentStoreResource, open_store
+from h3.resources.models.embedder import SbertEmbedderResource, get_embedder
+from h3.resources.store import DocumentStoreResource, open_store
 
 
 def test_a_run_builds_its_own_store_and_embedder(tmp_path):

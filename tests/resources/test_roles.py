@@ -1,7 +1,7 @@
 """Officer and director relations from filing layouts (issue 11). Every text here is written
 for the test in the layouts real filings use; none is copied from a filing."""
 
-from resources.nlp.roles import RoleUnit, extract_roles, roles_in_title
+from h3.resources.nlp.roles import RoleUnit, extract_roles, roles_in_title
 
 ISSUER = "Harbor Lights Corporation"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from resources.nlp.roles import RoleUnit, extract_roles, parse_title, roles_in_title
+from h3.resources.nlp.roles import RoleUnit, extract_roles, parse_title, roles_in_title
 
 ISSUER = "Harbor Lights Corporation"
 ALIASES = ("Harbor Lights", "HLC")

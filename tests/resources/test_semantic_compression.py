@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
+from h3.resources.semantic.clip import load_clip, tiny_random_clip
+from h3.resources.semantic.contrastive import ChunkInfo, positive_pairs, separation, train_pooler
+from h3.resources.semantic.doc_index import build_index, document_vector, measure
+from h3.resources.semantic.pca import PcaModel, fit_pca
+from h3.resources.semantic.pooling import MAX_PARAMETERS, ChunkPooler, num_parameters, summarise
+from h3.resources.settings import Settings
 from h3_runtime.config import ConfigError
-from resources.semantic.clip import load_clip, tiny_random_clip
-from resources.semantic.contrastive import ChunkInfo, positive_pairs, separation, train_pooler
-from resources.semantic.doc_index import build_index, document_vector, measure
-from resources.semantic.pca import PcaModel, fit_pca
-from resources.semantic.pooling import MAX_PARAMETERS, ChunkPooler, num_parameters, summarise
-from resources.settings import Settings
 
 
 def low_rank_tokens(n=3000, d=384, rank=20, seed=0) -> np.ndarray:
@@ -128,8 +128,8 @@ def test_clip_without_weights_says_why_and_tiny_clip_embeds(tmp_path):
 
 
 def test_token_sources_and_their_file_round_trip(tmp_path):
-    from resources.models.embedder import get_embedder
-    from resources.semantic.tokens import (
+    from h3.resources.models.embedder import get_embedder
+    from h3.resources.semantic.tokens import (
         encode_tokens,
         load_doc_tokens,
         save_doc_tokens,
@@ -152,7 +152,7 @@ def test_token_sources_and_their_file_round_trip(tmp_path):
 
 
 def test_hand_written_adamw_matches_torch_optim_adamw():
-    from resources.semantic.contrastive import AdamW
+    from h3.resources.semantic.contrastive import AdamW
 
     torch.manual_seed(0)
     ours, theirs = torch.nn.Linear(8, 4), torch.nn.Linear(8, 4)
@@ -175,7 +175,7 @@ def test_search_projection_keeps_dot_products_where_textbook_pca_does_not():
     """Unit vectors with a large shared component (as sentence vectors have): at full dimension
     the search projection keeps every dot product; at a smaller one it keeps them up to the
     dropped variance, while centring + re-normalising changes them wholesale."""
-    from resources.semantic.pca import fit_search_projection
+    from h3.resources.semantic.pca import fit_search_projection
 
     rng = np.random.default_rng(0)
     shared = rng.normal(size=64)

@@ -4,15 +4,15 @@ and which pages are a statement's: its line items with figures, fewer of them un
 
 import numpy as np
 
-from resources.recall.router import RecallContext
-from resources.recall.statements import (
+from h3.resources.recall.router import RecallContext
+from h3.resources.recall.statements import (
     BOOST_METRIC,
     BOOST_NAMED,
     asked_statements,
     boosts,
     classify_page,
 )
-from resources.store.lance import LanceDocumentStore
+from h3.resources.store.lance import LanceDocumentStore
 
 
 def test_questions_ask_for_statements_by_name_or_by_metric():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from resources.store import TABLES, LanceDocumentStore, TableSpec
-from resources.store.tables import EMBEDDING_DIM
+from h3.resources.store import TABLES, LanceDocumentStore, TableSpec
+from h3.resources.store.tables import EMBEDDING_DIM
 
 
 def _chunk(doc_id: str, i: int, text: str, vec: np.ndarray) -> dict:
@@ -58,13 +58,13 @@ def test_vector_and_full_text_search(tmp_path):
 def test_quotes_in_values_are_escaped(tmp_path):
     store = LanceDocumentStore(tmp_path / "db")
     store.upsert_document({"doc_id": "q", "source": "it's.pdf", "status": "ok"})
-    from resources.store import sql_str
+    from h3.resources.store import sql_str
 
     assert store.rows("documents", f"source = {sql_str(chr(105) + chr(116) + chr(39) + 's.pdf')}")
 
 
 def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch):
-    import resources.store.lance as lance
+    import h3.resources.store.lance as lance
 
     monkeypatch.setattr(lance, "ANN_MIN_ROWS", 600)  # the real threshold is 20,000 rows
     store = LanceDocumentStore(tmp_path / "db")

@@ -2,7 +2,7 @@
 
 import json
 
-from resources.semantic.structures import caption_for, near_text, structure_rows
+from h3.resources.semantic.structures import caption_for, near_text, structure_rows
 
 
 def region(i, kind, bbox, text="", page=1, extra=None):

@@ -1,7 +1,7 @@
 """Structural recall's pure scoring parts: CJK matching, "the first/last figure", "the logo"."""
 
-from resources.recall.intent import detect_structure
-from resources.recall.structure import _ordinal_ids, _position_bonus, cjk_grams, match_share
+from h3.resources.recall.intent import detect_structure
+from h3.resources.recall.structure import _ordinal_ids, _position_bonus, cjk_grams, match_share
 
 
 def row(rid, doc, page, bbox, kind="figure"):

@@ -50,8 +50,8 @@ def _outside(root: Path, home: Path) -> set[Path]:
 
 @pytest.mark.slow
 def test_hostile_pdf_is_ingested_as_text_only(tmp_path):
-    from pipelines.cli.index_build import ingest
-    from resources.store import open_store
+    from h3.pipelines.cli.index_build import ingest
+    from h3.resources.store import open_store
 
     outside, corpus, home = tmp_path / "outside", tmp_path / "in..$(touch x);", tmp_path / "h3"
     outside.mkdir()
@@ -98,7 +98,7 @@ def test_symlink_out_of_home_is_refused(h3_home, tmp_path):
 def test_io_managers_refuse_partition_keys_that_are_paths(h3_home):
     from dagster import AssetKey, build_output_context
 
-    from resources.json_io import JsonOutputIOManager
+    from h3.resources.json_io import JsonOutputIOManager
 
     context = build_output_context(asset_key=AssetKey("doc_index"), partition_key="../../x")
     with pytest.raises(ValueError, match="not a file name"):
@@ -109,7 +109,7 @@ def test_io_managers_refuse_partition_keys_that_are_paths(h3_home):
 def test_json_io_manager_never_pickles(h3_home):
     from dagster import AssetKey, build_output_context
 
-    from resources.json_io import JsonOutputIOManager
+    from h3.resources.json_io import JsonOutputIOManager
 
     manager = JsonOutputIOManager()
     manager.handle_output(build_output_context(asset_key=AssetKey("doc_index")), {"n": 3})
@@ -120,8 +120,8 @@ def test_json_io_manager_never_pickles(h3_home):
 
 def test_webserver_binds_to_localhost_by_default():
     ui = re.search(r"^ui:.*?(?=^\S)", (REPO / "Makefile").read_text(), re.S | re.M).group(0)
-    assert "-m pipelines.ui" in ui  # the wrapper that starts (and stops) `dagster dev`
-    from pipelines import ui as ui_wrapper
+    assert "-m h3.pipelines.ui" in ui  # the wrapper that starts (and stops) `dagster dev`
+    from h3.pipelines import ui as ui_wrapper
 
     with pytest.MonkeyPatch.context() as mp:
         mp.delenv("H3_UI_HOST", raising=False)

@@ -29,7 +29,7 @@ CHROMIUM = os.environ.get("H3_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync"]
-LOCATION = "pipelines.definitions"
+LOCATION = "h3.pipelines.definitions"
 
 
 def _free_port() -> int:
@@ -90,10 +90,10 @@ def _stop(proc: subprocess.Popen) -> None:
 
 def _register_sample(home: Path, corpus: Path) -> list[str]:
     """What the inbox sensor or `h3 index-build` does before a run: rows + partitions."""
-    from pipelines.instance import ensure_dagster_home, get_instance
-    from pipelines.partitions import add_partitions
-    from pipelines.registry import find_pdfs, register
-    from resources.store import open_store
+    from h3.pipelines.instance import ensure_dagster_home, get_instance
+    from h3.pipelines.partitions import add_partitions
+    from h3.pipelines.registry import find_pdfs, register
+    from h3.resources.store import open_store
 
     with h3_home_env(home):
         ensure_dagster_home()
@@ -106,7 +106,7 @@ def _register_sample(home: Path, corpus: Path) -> list[str]:
 def _wait_for_run(home: Path, timeout_s: float, expected=None) -> str:
     from dagster import DagsterRunStatus
 
-    from pipelines.instance import get_instance
+    from h3.pipelines.instance import get_instance
 
     deadline = time.monotonic() + timeout_s
     with h3_home_env(home):
@@ -194,7 +194,7 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
             expect(page.get_by_text(f"{BROKEN}: truncated PDF").first).to_be_visible()
             page.screenshot(path=SHOTS / "3-run-failed-one-document.png")
             with h3_home_env(home):
-                from pipelines.instance import get_instance
+                from h3.pipelines.instance import get_instance
 
                 tags = get_instance().get_run_by_id(run_id).tags
             assert tags["h3/failed_files"] == BROKEN, tags
@@ -236,7 +236,7 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
     finally:
         _stop(proc)
     with h3_home_env(home):
-        from resources.store import open_store
+        from h3.resources.store import open_store
 
         assert open_store().ok_doc_ids() == good_ids
 

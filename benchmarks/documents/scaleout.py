@@ -1,0 +1,220 @@
+"""`h3 bench --scenario scaleout`: the same PDFs ingested in one process, on 1 dask worker and on
+2 dask workers, side by side in one run (pages/s, CPU seconds and utilisation), plus the write
+rates of the two shared services, LanceDB and PostgreSQL, which bound how far more machines help
+(the README's scale-out model reads its numbers from this report).
+
+Each variant gets a fresh H3_HOME (and, for the dask ones, a fresh LocalCluster whose workers
+first ingest one warm-up PDF, so the timed part is the steady state of workers that keep their
+models loaded). The dask variants use a private PostgreSQL instance when its binaries exist, as
+a multi-machine installation would.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
+from pathlib import Path
+
+from benchmarks.documents.ingest import DOCLING, SAMPLE
+from h3.pipelines.instance import h3_home_env
+
+WARMUP_PDF = SAMPLE / "annual_report.pdf"
+QUICK_PDFS = ["lab_handbook.pdf", "field_notes_scan.pdf", "multi_page.pdf",
+              "2305.03393v1-pg9.pdf"]
+
+
+def _corpus(dest: Path, quick: bool) -> Path:
+    dest.mkdir(parents=True)
+    found = [p for p in [*SAMPLE.glob("*.pdf"), *sorted(DOCLING.glob("*.pdf"))]
+             if p.name != WARMUP_PDF.name and (not quick or p.name in QUICK_PDFS)]
+    for pdf in found:
+        shutil.copy(pdf, dest / pdf.name)
+    return dest
+
+
+def _own_cpu_s() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(
+        resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _worker_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _pages(report: dict) -> int:
+    return sum(int(d["pages"] or 0) for d in report["documents"] if d["status"] == "ok")
+
+
+def _variant(name: str, work: Path, corpus: Path, workers: int | None) -> dict:
+    """One ingestion of the corpus into a fresh home: in process (`workers` None) or on a
+    LocalCluster of `workers` processes, warmed up first."""
+    import dask.distributed
+
+    from h3.pipelines.cli.index_build import ingest
+    from h3.pipelines.scaleout import WORKER_PRELOAD
+
+    with h3_home_env(work / name):
+        if workers is None:
+            ingest([str(WARMUP_PDF)], compress=False)  # models loaded, as the workers' are
+            cpu0, t0 = _own_cpu_s(), time.perf_counter()
+            report = ingest([str(corpus)], compress=False)
+            wall, cpu = time.perf_counter() - t0, _own_cpu_s() - cpu0
+            runs = report["run_ids"]
+        else:
+            with dask.distributed.LocalCluster(
+                    n_workers=workers, threads_per_worker=1, processes=True,
+                    dashboard_address=None, preload=[WORKER_PRELOAD]) as cluster, \
+                    dask.distributed.Client(cluster) as client:
+                address = cluster.scheduler_address
+                ingest([str(WARMUP_PDF)], executor="dask", dask_scheduler=address,
+                       compress=False)
+                cpu0, t0 = _own_cpu_s(), time.perf_counter()
+                w0 = sum(client.run(_worker_cpu_s).values())
+                report = ingest([str(corpus)], executor="dask", dask_scheduler=address,
+                                compress=False)
+                wall = time.perf_counter() - t0
+                cpu = _own_cpu_s() - cpu0 + sum(client.run(_worker_cpu_s).values()) - w0
+            runs = report["run_ids"]
+        from h3.pipelines.instance import get_instance
+
+        instance = get_instance()
+        events = sum(len(instance.all_logs(run_id)) for run_id in runs)
+        storage = type(instance.run_storage).__name__
+        instance.dispose()
+    pages = _pages(report)
+    cores = os.cpu_count() or 1
+    return {"variant": name, "workers": workers or 0, "documents_ok": report["ok"],
+            "documents_failed": report["failed"], "pages": pages, "runs": len(runs),
+            "wall_s": round(wall, 2), "pages_per_s": round(pages / wall, 3),
+            "cpu_s": round(cpu, 1), "cpu_utilisation": round(cpu / (wall * cores), 3),
+            "dagster_events": events, "instance_storage": storage,
+            "load_avg_after": round(os.getloadavg()[0], 2)}
+
+
+def _import_store() -> None:
+    """Imports before the timed writes (a writer process's import time is not a write rate)."""
+    import h3.assets.store  # noqa: F401
+    import h3.resources.store.lance  # noqa: F401
+
+
+def _lance_writer(path: str, writer: int, docs: int, chunks: int) -> tuple[float, int]:
+    """One writer process: `docs` documents of `chunks` chunks each through write_document
+    under the document lock, as the cold_store step does. (seconds, commit conflicts)."""
+    from h3.assets.store import write_document
+    from h3.resources.store.lance import COMMIT_CONFLICTS, LanceDocumentStore
+
+    store = LanceDocumentStore(path)
+    t0 = time.perf_counter()
+    for i in range(docs):
+        doc_id = f"w{writer}d{i}"
+        doc = {"source": f"/corpus/{doc_id}.pdf", "pages": 10, "status": "ok"}
+        rows = [{"doc_id": doc_id, "chunk_id": f"{doc_id}:c{k}", "page": 1 + k % 10,
+                 "text": f"chunk {k} of {doc_id} with some words"} for k in range(chunks)]
+        regions = [{"doc_id": doc_id, "region_id": f"{doc_id}:r{k}", "page": 1 + k % 10,
+                    "kind": "text", "text": r["text"]} for k, r in enumerate(rows)]
+        vectors = {"status": "ok", "vectors": [[float((k + j) % 7) / 7 for j in range(384)]
+                                               for k in range(chunks)]}
+        with store.document_lock(doc_id):
+            write_document(store, doc_id, doc, {"status": "ok", "chunks": rows,
+                                                "regions": regions}, vectors)
+    return time.perf_counter() - t0, sum(COMMIT_CONFLICTS.values())
+
+
+def lance_write_rates(work: Path, writer_counts: tuple[int, ...], docs: int,
+                      chunks: int) -> list[dict]:
+    """Documents/s that concurrent writer processes commit into one LanceDB store."""
+    out = []
+    for writers in writer_counts:
+        path = work / f"lance-{writers}"
+        with ProcessPoolExecutor(writers, mp_context=get_context("spawn"),
+                                 initializer=_import_store) as pool:
+            done = list(pool.map(_lance_writer, [str(path)] * writers, range(writers),
+                                 [docs] * writers, [chunks] * writers))
+        wall = max(seconds for seconds, _ in done)  # writing only: imports happen before
+        out.append({"writers": writers, "documents": writers * docs, "chunks_per_doc": chunks,
+                    "wall_s": round(wall, 2),
+                    "documents_per_s": round(writers * docs / wall, 2),
+                    "commit_conflicts_retried": sum(c for _, c in done)})
+    return out
+
+
+def _noop() -> None:
+    return None
+
+
+def postgres_event_rate(url: str, events: int, home: Path) -> dict:
+    """Dagster events/s that one process stores into the PostgreSQL instance at `url` (engine
+    events on one run, each its own INSERT, as a step's events are)."""
+    from dagster import job, op
+
+    from h3.pipelines.dagster_storage import POSTGRES_URL_ENV
+    from h3.pipelines.instance import get_instance
+
+    noop = op(name="noop")(_noop)
+
+    @job(name="bench_events")
+    def bench_events() -> None:
+        noop()
+
+    os.environ[POSTGRES_URL_ENV] = url
+    try:
+        with h3_home_env(home):
+            instance = get_instance()
+            run = instance.get_run_by_id(bench_events.execute_in_process(instance=instance).run_id)
+            t0 = time.perf_counter()
+            for i in range(events):
+                instance.report_engine_event(f"bench event {i}", dagster_run=run)
+            wall = time.perf_counter() - t0
+            instance.dispose()
+    finally:
+        os.environ.pop(POSTGRES_URL_ENV, None)
+    return {"events": events, "wall_s": round(wall, 2), "events_per_s": round(events / wall, 1)}
+
+
+def run(out_dir: Path, quick: bool) -> dict:
+    from h3.pipelines.postgres import PostgresError, pg_binary, start, stop
+
+    work = Path(tempfile.mkdtemp(prefix="h3-scaleout-"))
+    work.chmod(0o755)  # the PostgreSQL server runs as the unprivileged `postgres` user
+    corpus = _corpus(work / "corpus", quick)
+    pg_folder, url = work / "postgres", None
+    try:
+        try:
+            pg_binary("initdb")
+            url = start(pg_folder)
+        except PostgresError:
+            url = None
+        variants = [_variant("in_process", work, corpus, None)]
+        old = os.environ.get("H3_POSTGRES_URL")
+        if url:
+            os.environ["H3_POSTGRES_URL"] = url
+        try:
+            variants += [_variant("dask_1_worker", work, corpus, 1),
+                         _variant("dask_2_workers", work, corpus, 2)]
+        finally:
+            if old is None:
+                os.environ.pop("H3_POSTGRES_URL", None)
+            else:
+                os.environ["H3_POSTGRES_URL"] = old
+        lance = lance_write_rates(work, (1, 2, 4), docs=5 if quick else 15, chunks=60)
+        pg = (postgres_event_rate(url, 300 if quick else 1000, work / "pg-events") if url
+              else None)
+    finally:
+        if url:
+            stop(pg_folder)
+        shutil.rmtree(work, ignore_errors=True)
+    by = {v["variant"]: v for v in variants}
+    one, two = by["dask_1_worker"], by["dask_2_workers"]
+    return {"corpus": {"documents": variants[0]["documents_ok"], "pages": variants[0]["pages"]},
+            "cores": os.cpu_count(), "variants": variants,
+            "speedup_2_vs_1_worker": round(two["pages_per_s"] / one["pages_per_s"], 3),
+            "dask_1_worker_vs_in_process": round(
+                one["pages_per_s"] / by["in_process"]["pages_per_s"], 3),
+            "lancedb_write": lance, "postgres_events": pg}
