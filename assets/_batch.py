@@ -1,24 +1,65 @@
 """Running one stage over every document of a run, one document failing alone.
 
 Runs cover several partitions (BackfillPolicy.single_run()), so each asset loops over
-`context.partition_keys`; inputs and outputs are `dict[doc_id, payload]`. A payload carries
+`context.partition_keys` (readable keys, each naming its doc_id: assets/partitioning.py); inputs
+and outputs are `dict[doc_id, payload]`. A payload carries
 `"status": "ok" | "failed"` and `"reason"`; a document that failed upstream is passed through.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from dagster import AssetExecutionContext, MetadataValue
+
+from h3.ontology.ids import doc_id_of_partition
 
 Payload = dict[str, Any]
 
 
 class DocumentError(Exception):
     """One document cannot go through a stage; the message names the file and the cause."""
+
+
+# Told of each document a stage has finished, in this process only (`h3 index-build`'s per-file
+# progress; steps that run elsewhere, on a dask worker, tell nobody): listener(event), event =
+# {"stage", "doc_id", "index" (1-based, in the run's documents), "doc_ids" (the run's),
+# "status", "reason", "pages" (when the stage knows them), "seconds"}.
+_document_listeners: list[Callable[[dict], None]] = []
+
+
+@contextmanager
+def document_listener(listener: Callable[[dict], None]) -> Iterator[None]:
+    """Meanwhile, `listener` hears of every document a stage finishes in this process."""
+    _document_listeners.append(listener)
+    try:
+        yield
+    finally:
+        _document_listeners.remove(listener)
+
+
+def document_done(context, doc_ids: list[str], index: int, payload: Payload,
+                  stage: str | None = None) -> None:
+    """Tells the listeners that the stage (default: the asset's) finished document
+    `doc_ids[index - 1]` with `payload`; per_document does it for its stages, a stage that
+    works on the whole batch at once calls it itself."""
+    if not _document_listeners:
+        return
+    event = {"stage": stage or context.assets_def.key.to_user_string(),
+             "doc_id": doc_ids[index - 1], "index": index, "doc_ids": doc_ids,
+             "status": payload.get("status", "ok"), "reason": payload.get("reason"),
+             "pages": payload.get("pages"), "seconds": payload.get("stage_seconds", 0.0)}
+    for listener in list(_document_listeners):
+        try:
+            listener(event)
+        except Exception as exc:  # a broken progress display must not fail the document
+            logging.getLogger(__name__).warning("document progress listener failed: %r", exc)
+            context.log.warning(f"document progress listener failed: {exc!r}")
 
 
 def per_document(context: AssetExecutionContext, fn: Callable[..., Payload],
@@ -28,7 +69,8 @@ def per_document(context: AssetExecutionContext, fn: Callable[..., Payload],
     Never raises for one document: its failure (or an upstream one) becomes a failed payload."""
     stage = context.assets_def.key.to_user_string()
     results: dict[str, Payload] = {}
-    for doc_id in context.partition_keys:
+    doc_ids = [doc_id_of_partition(k) for k in context.partition_keys]
+    for index, doc_id in enumerate(doc_ids, 1):
         inputs = [up.get(doc_id, {"status": "failed", "reason": "missing upstream"})
                   for up in upstreams]
         failed = next((p for p in inputs if p.get("status") != "ok"), None)
@@ -51,6 +93,7 @@ def per_document(context: AssetExecutionContext, fn: Callable[..., Payload],
         # unlike wall time it barely grows when other jobs share the machine.
         payload["stage_cpu_seconds"] = round(time.process_time() - cpu0, 4)
         results[doc_id] = payload
+        document_done(context, doc_ids, index, payload, stage)
     return results
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from h3.assets._embedding_text import embedding_text
 from h3.resources.models.multilingual import get_multilingual, wants_vector
 from h3.resources.text_lang import detect_language, document_language, fts_form
 
@@ -70,8 +71,6 @@ def chunks_without_vectors(store, mode: str) -> list[dict]:
 def backfill_vectors(store, mode: str, log=print) -> dict:
     """Gives the chunks of `chunks_without_vectors` their e5 vectors in `chunks_ml`, in batches.
     Idempotent: a second call finds nothing to do. Returns counts and seconds."""
-    from h3.assets.embeddings import embedding_text
-
     todo = chunks_without_vectors(store, mode)
     t0, added = time.perf_counter(), 0
     for start in range(0, len(todo), BACKFILL_BATCH):

@@ -16,12 +16,24 @@ import pymupdf
 Page = tuple[float, float, list[tuple[float, float, float, str]]]
 
 
-def read_pages(data: bytes) -> tuple[list[Page], str] | None:
-    """(pages, parser name) from the first reader that finds pages, or None."""
+log = logging.getLogger(__name__)
+
+
+def read_pages(data: bytes, failures: list[str] | None = None
+               ) -> tuple[list[Page], str] | None:
+    """(pages, parser name) from the first reader that finds pages, or None. Each reader that
+    fails is logged and, with `failures`, said there ("pypdfium2: PdfiumError: ...") for the
+    document's warnings or its failure reason."""
     for name, reader in (("pypdfium2", _pdfium_pages), ("pdfminer", _pdfminer_pages)):
         try:
             pages = reader(data)
-        except Exception:  # noqa: BLE001 - a reader that chokes simply did not read it
+        # any error: these readers are the last resort for a file MuPDF finds no page in, and
+        # a damaged file makes them raise anything; the next reader still gets its chance
+        except Exception as exc:  # noqa: BLE001 - logged, and said in the document's warnings
+            reason = f"{name}: {type(exc).__name__}: {exc}"
+            log.warning("second reader failed: %s", reason)
+            if failures is not None:
+                failures.append(reason)
             continue
         if pages:
             return pages, name

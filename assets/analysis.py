@@ -18,8 +18,8 @@ from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
 
 from h3.assets._batch import markdown_table, per_document, summary_metadata
 from h3.assets._facts import cross_check, extract_facts
-from h3.assets.kv import document_chunks
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.resources.answers import document_chunks
 from h3.resources.runtime import H3RuntimeResource
 from h3.resources.store import DocumentStoreResource, sql_str
 from h3.resources.store.tables import ANALYSIS, CROSS_CHECKS

@@ -5,7 +5,6 @@ with index size, build time, query latency and recall against exact search in me
 import json
 import time
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 from dagster import (
@@ -20,15 +19,11 @@ from dagster import (
 )
 
 from h3.assets.pooling import chunk_pooling
+from h3.resources.semantic.artifacts import index_path
 from h3.resources.semantic.doc_index import build_index, document_vector, measure, save_index
 from h3.resources.settings import load_config
 from h3.resources.store import DocumentStoreResource
 from h3.resources.store.tables import CHUNK_SUMMARIES
-from h3_runtime.home import under_home
-
-
-def index_path() -> Path:
-    return under_home("semantic", "doc_index.faiss")
 
 
 @asset(group_name="compression", kinds={"faiss"}, deps=[chunk_pooling],

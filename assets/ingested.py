@@ -26,6 +26,7 @@ from dagster import (
 
 from h3.assets._batch import file_names, markdown_table
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.ids import doc_id_of_partition
 from h3.resources.store import DocumentStoreResource, sql_str
 
 PartitionEvent = AssetMaterialization | AssetObservation
@@ -41,31 +42,37 @@ PartitionEvent = AssetMaterialization | AssetObservation
 def ingested_documents(context: AssetExecutionContext,
                        store: DocumentStoreResource) -> Iterator[PartitionEvent]:
     db = store.get_store()
-    keys = list(context.partition_keys)
+    keys = {doc_id_of_partition(k): k for k in context.partition_keys}  # doc_id -> key
     rows = {r["doc_id"]: r for r in db.rows(
         "documents", f"doc_id IN ({', '.join(sql_str(k) for k in keys)})",
         ["doc_id", "source", "status", "reason", "pages", "metadata_json"])} if keys else {}
     failed: list[dict] = []
-    for doc_id in keys:
+    for doc_id, key in keys.items():
         row = rows.get(doc_id) or {"source": None, "status": "missing",
-                                   "reason": f"{doc_id}: no row in the store (deleted?)"}
-        source = row.get("source") or doc_id
+                                   "reason": f"{key}: no row in the store (deleted?)"}
+        source = row.get("source") or key
         if row["status"] != "ok":
             reason = row.get("reason") or f"{source}: ingestion did not complete"
             failed.append({"file": Path(source).name, "doc_id": doc_id, "reason": reason})
             # the failed partition's page then names its file and the reason (an observation
             # leaves its status Failed)
-            yield AssetObservation(asset_key=context.asset_key, partition=doc_id, metadata={
-                "file": Path(source).name, "source": source, "reason": reason})
+            yield AssetObservation(asset_key=context.asset_key, partition=key, metadata={
+                "file": Path(source).name, "doc_id": doc_id, "source": source,
+                "reason": reason})
             continue
         counts = json.loads(row.get("metadata_json") or "{}").get("counts") or {}
-        yield AssetMaterialization(asset_key=context.asset_key, partition=doc_id, metadata={
-            "file": Path(source).name, "source": source, "pages": row.get("pages") or 0,
-            "chunks": counts.get("chunks", 0)})
+        yield AssetMaterialization(asset_key=context.asset_key, partition=key, metadata={
+            "file": Path(source).name, "doc_id": doc_id, "source": source,
+            "pages": row.get("pages") or 0, "chunks": counts.get("chunks", 0)})
     if failed:
-        context.instance.add_run_tags(context.run_id, {
-            "h3/failed_files": file_names([f["file"] for f in failed])})
-        lines = "; ".join(f["reason"] for f in failed)
+        # the run page (which a failed partition links to) names the files that failed, and
+        # the failure message names each one with its reason
+        tags = {"h3/failed_files": file_names([f["file"] for f in failed])}
+        if len(keys) == 1:  # a one-document run: its file (as tag_run_with_files sets it)
+            tags["h3/file"] = failed[0]["file"]
+        context.instance.add_run_tags(context.run_id, tags)
+        lines = "; ".join(f["reason"] if f["file"] in f["reason"]
+                          else f"{f['file']}: {f['reason']}" for f in failed)
         raise Failure(
             description=f"{len(failed)} of {len(keys)} documents failed (the other "
                         f"{len(keys) - len(failed)} are stored): {lines}"[:2000],

@@ -15,20 +15,10 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
-from h3.resources.runtime import KV_FORMAT, ChunkText, H3RuntimeResource
+from h3.resources.answers import document_chunks
+from h3.resources.runtime import KV_FORMAT, H3RuntimeResource
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
 from h3.resources.store.tables import KV_BLOCKS
-
-
-def document_chunks(db: DocumentStore, doc_id: str) -> list[ChunkText]:
-    """The document's chunks from the document store, in reading order (chunk ids end in :c<i>)."""
-    rows = db.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "page", "text"])
-
-    def order(row: dict) -> int:
-        tail = row["chunk_id"].rsplit(":c", 1)[-1]
-        return int(tail) if tail.isdigit() else 0
-
-    return [ChunkText(r["chunk_id"], int(r["page"]), r["text"]) for r in sorted(rows, key=order)]
 
 
 def precompute_one(runtime: H3RuntimeResource, db: DocumentStore, doc_id: str) -> dict:

@@ -27,6 +27,7 @@ from pydantic import Field
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.semantic.artifacts import pca_path
 from h3.resources.semantic.pca import PcaModel, fit_pca
 from h3.resources.semantic.tokens import (
     encode_tokens,
@@ -49,10 +50,6 @@ class TokenVectorsConfig(Config):
 
 def tokens_path(doc_id: str) -> Path:
     return under_home("semantic", "tokens", f"{doc_id}.npz")
-
-
-def pca_path() -> Path:
-    return under_home("semantic", "token_pca.safetensors")
 
 
 def chunk_rows(store: DocumentStore, doc_id: str) -> list[dict]:

@@ -7,10 +7,8 @@ saved as safetensors under $H3_HOME/semantic with their lineage; summaries go to
 
 import hashlib
 import time
-from pathlib import Path
 
 import numpy as np
-import torch
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
@@ -21,35 +19,23 @@ from dagster import (
     asset_check,
 )
 
-from h3.assets.pca import corpus_tokens, pca_path, token_pca
-from h3.resources.semantic.artifacts import load_tensors, save_tensors
+from h3.assets.pca import corpus_tokens, token_pca
+from h3.resources.semantic.artifacts import load_tensors, pca_path, pooler_path, save_tensors
 from h3.resources.semantic.contrastive import ChunkInfo, train_pooler
 from h3.resources.semantic.pca import PcaModel
-from h3.resources.semantic.pooling import ChunkPooler, num_parameters
+from h3.resources.semantic.pooling import num_parameters
 from h3.resources.store import DocumentStore, DocumentStoreResource
 from h3.resources.store.tables import CHUNK_SUMMARIES
-from h3_runtime.home import under_home
 
 POOLING_SEED = 0
 SAME_TOPIC_TARGET = 0.85  # the seed's target for the mean same-topic cosine
 MIN_SEPARATION = 0.1  # same-topic minus different-topic cosine, below which summaries are noise
 
 
-def pooler_path() -> Path:
-    return under_home("semantic", "chunk_pooler.safetensors")
-
-
 def chunk_infos(store: DocumentStore, chunk_ids: list[str]) -> list[ChunkInfo]:
     rows = {r["chunk_id"]: r for r in store.rows("chunks", None, ["chunk_id", "doc_id", "section"])}
     return [ChunkInfo(rows[c]["doc_id"], int(c.rsplit(":c", 1)[1]), rows[c]["section"] or "")
             for c in chunk_ids]
-
-
-def load_pooler(path: Path | None = None) -> tuple[ChunkPooler, dict]:
-    tensors, lineage = load_tensors(path or pooler_path())
-    model = ChunkPooler(in_dim=int(lineage["in_dim"]))
-    model.load_state_dict({k: torch.from_numpy(v) for k, v in tensors.items()})
-    return model.eval(), lineage
 
 
 @asset(group_name="compression", kinds={"torch", "lancedb"}, deps=[token_pca],

@@ -11,9 +11,10 @@ import time
 
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from h3.assets._batch import summary_metadata
+from h3.assets._batch import document_done, summary_metadata
 from h3.assets._multilingual import language_columns, language_of, ml_rows
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import DOCUMENTS_PARTITIONS, delete_document_partitions
+from h3.ontology.ids import doc_id_of_partition
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
 from h3.resources.store.deletion import purge_document
 
@@ -76,7 +77,9 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
     db = store.get_store()
     results: dict = {}
     t0, cpu0 = time.perf_counter(), time.process_time()
-    for doc_id in context.partition_keys:
+    doc_ids = [doc_id_of_partition(k) for k in context.partition_keys]
+    for index, doc_id in enumerate(doc_ids, 1):
+        t_doc = time.perf_counter()
         with db.document_lock(doc_id):  # two runs of the same document: one after the other
             results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
                                              embeddings[doc_id])
@@ -84,9 +87,10 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
         failed = results[doc_id]["status"] != "ok"
         replaced = replace_older_versions(db, doc_id, source, keep_ok=failed) if source else []
         for old in replaced:
-            if context.instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, old):
-                context.instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)
+            delete_document_partitions(context.instance, old)
         results[doc_id]["replaced"] = replaced
+        document_done(context, doc_ids, index,  # h3 index-build's progress line
+                      {**results[doc_id], "stage_seconds": time.perf_counter() - t_doc})
     indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks", "chunks_ml")}
     wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     for p in results.values():

@@ -1,8 +1,10 @@
 """Stage: structures. Every table, figure and formula region with its caption and surrounding
 text, embedded (SBERT) into the `structures` table that structural recall ranks."""
 
+import logging
+
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import page_box
@@ -15,12 +17,14 @@ from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
 from h3.resources.store.tables import STRUCTURES
 
 TEXT_ONLY = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_IMAGES
+log = logging.getLogger(__name__)
 
 
-def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
+def page_text(source: str, pages: set[int], failures: list[str] | None = None
+              ) -> tuple[dict, dict, dict]:
     """Text blocks ({page: [(bbox, text)]}), lines ({page: [(bbox, text, block)]}) and heights
     of these pages of the PDF; all empty when the file cannot be read any more (the regions'
-    own text then stands in)."""
+    own text then stands in): logged, and said in `failures` (the document's warnings)."""
     blocks: dict[int, list] = {}
     lines: dict[int, list] = {}
     heights: dict[int, float] = {}
@@ -43,7 +47,12 @@ def page_text(source: str, pages: set[int]) -> tuple[dict, dict, dict]:
                             texts.append(text)
                     if texts:
                         blocks[number].append((list(b["bbox"]), "\n".join(texts)))
-    except (RuntimeError, ValueError, IndexError, OSError):  # moved, replaced or not a PDF
+    except (RuntimeError, ValueError, IndexError, OSError) as exc:  # moved, replaced, not a PDF
+        reason = (f"{source}: its pages could not be read again for the structures' captions "
+                  f"and context ({type(exc).__name__}: {exc}); the regions' own text is used")
+        log.warning(reason)
+        if failures is not None:
+            failures.append(reason)
         return {}, {}, {}
     return blocks, lines, heights
 
@@ -53,7 +62,8 @@ def structures_for_document(store: DocumentStore, embed, doc_id: str) -> dict:
     regions = store.rows("regions", f"doc_id = {sql_str(doc_id)}")
     pages = {int(r["page"]) for r in regions if r["kind"] in STRUCTURAL_KINDS}
     docs = store.rows("documents", f"doc_id = {sql_str(doc_id)}", ["source"])
-    blocks, lines, heights = (page_text(docs[0]["source"], pages) if docs and pages
+    warnings: list[str] = []
+    blocks, lines, heights = (page_text(docs[0]["source"], pages, warnings) if docs and pages
                               else ({}, {}, {}))
     rows = structure_rows(regions, blocks, heights, lines)
     if rows:
@@ -65,7 +75,7 @@ def structures_for_document(store: DocumentStore, embed, doc_id: str) -> dict:
     kinds = {}
     for r in rows:
         kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
-    return {"structures": len(rows), "kinds": kinds,
+    return {"structures": len(rows), "kinds": kinds, "warnings": warnings,
             "preview": [{"page": r["page"], "kind": r["kind"], "caption": r["caption"] or "-"}
                         for r in rows[:5]]}
 
@@ -83,6 +93,11 @@ def structures(context: AssetExecutionContext, cold_store: dict, store: Document
     ok = [p for p in results.values() if p.get("status") == "ok"]
     meta = summary_metadata(results, preview=[r for p in ok for r in p["preview"]])
     meta["structures"] = sum(p["structures"] for p in ok)
+    warnings = [w for p in ok for w in p.get("warnings") or []]
+    for warning in warnings:
+        context.log.warning(warning)
+    if warnings:  # the run page says what was worked around, not only the counts
+        meta["warnings"] = MetadataValue.md("\n".join(f"- {w}" for w in warnings[:20]))
     for kind in ("table", "figure", "formula"):
         meta[f"{kind}s"] = sum(p["kinds"].get(kind, 0) for p in ok)
     if db.count_rows(STRUCTURES.name) > EXACT_LIMIT:  # below it recall scores every row

@@ -1,155 +1,150 @@
 """The runtime's configuration: the `model`, `runtime`, `scheduler` and `hbf` keys of
-`h3_config.yaml` that the tiered-KV library reads, validated once.
+`h3_config.yaml` that the tiered-KV library reads, as pydantic models validated once.
 
 Every runtime seed knob lives here (`scheduler.ahaz_alpha`, the thresholds,
-`hbf.prefetch_window`, ...). An unknown key or a bad value raises `ConfigError` naming the key and
-what is allowed. Sections are frozen dataclasses; `H3Config.from_any` accepts a path, a dict, an
-`H3Config` or None (the defaults).
+`hbf.prefetch_window`, ...). Models are frozen, strict (no "128" for 128, no "yes" for true) and
+forbid unknown keys; any validation error becomes a `ConfigError` naming the key, the reason and
+the value. `H3Config.from_any` accepts a path, a dict, an `H3Config` or None (the defaults).
 
-The same file also holds the pipeline's settings (`hbf.compression_pca_dim`, `cold_storage.*`);
-this library does not know them: `H3Config.split` builds the runtime's part and hands back the
-keys it does not own, which the pipeline's loader (`resources/settings.py`) validates, so the
-whole file is still checked once and every unknown key is named.
+The same file also holds the pipeline's settings (`hbf.compression_pca_dim`, `cold_storage.*`):
+`resources/settings.py` extends `H3Config` with them into the one schema of the whole file. This
+library does not know them; its lenient load (the engine's) skips keys it does not own, but still
+refuses one a typo away from its own.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 
 class ConfigError(ValueError):
     """A bad h3_config.yaml: the message names the key and the allowed values."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelConfig:
+class Section(BaseModel):
+    """Base of every config model: direct construction (`RuntimeConfig(block_tokens=0)`) raises
+    ConfigError too, prefixed with the section's name (its title)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(exc, type(self), type(self).model_config.get("title")) from None
+
+
+class ModelConfig(Section):
+    model_config = ConfigDict(title="model")
+
     path: str | None = None  # None: the bundled default model (SmolLM2-135M-Instruct)
-    dtype: str = "float32"  # float32 | bfloat16 | float16
-    device: str = "auto"  # auto | cpu | cuda
-
-    def __post_init__(self) -> None:
-        one_of("model.dtype", self.dtype, ("float32", "bfloat16", "float16"))
-        one_of("model.device", self.device, ("auto", "cpu", "cuda"))
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    device: Literal["auto", "cpu", "cuda"] = "auto"
 
 
-@dataclass(frozen=True, slots=True)
-class RuntimeConfig:
-    hbm_size_gb: float = 0.05  # hot-tier budget, GiB (2**30 bytes); never exceeded
-    hbf_size_gb: float = 2.0  # warm-tier budget, GiB
+class RuntimeConfig(Section):
+    model_config = ConfigDict(title="runtime")
+
+    hbm_size_gb: float = Field(0.05, gt=0)  # hot-tier budget, GiB (2**30 bytes); never exceeded
+    hbf_size_gb: float = Field(2.0, gt=0)  # warm-tier budget, GiB
     cold_storage_path: str | None = None  # None: $H3_HOME/kv
     # the whole cold tier (stored documents' blocks and the tiered cache's spilled ones, one
     # LRU) evicts to stay under this
-    cold_storage_max_gb: float = 20.0
+    cold_storage_max_gb: float = Field(20.0, gt=0)
     # tokens per KV block (one layer), at most: a budget holding fewer than 32 block slots per
     # layer halves it down to 8 (kvcache/geometry.py)
-    block_tokens: int = 64
-    sink_tokens: int = 4  # attention sinks always kept hot
-    recent_tokens: int = 256  # recent window always kept hot
+    block_tokens: int = Field(64, gt=0)
+    sink_tokens: int = Field(4, ge=0)  # attention sinks always kept hot
+    recent_tokens: int = Field(256, ge=0)  # recent window always kept hot
     # blocks chosen per query by relevance (capped by the slots the budget holds: by default
     # every slot holds one of the most relevant blocks for the current token)
-    top_k_blocks: int = 256
-    prefill_chunk_tokens: int = 512  # chunked prefill: never the whole prompt's KV hot
+    top_k_blocks: int = Field(256, gt=0)
+    prefill_chunk_tokens: int = Field(512, gt=0)  # chunked prefill: never the whole prompt's KV hot
     # sparse prefill chunks: "exact" streams every warm block through hot staging (exact
     # attention within the budget; needle bench: passkey kept at 10%/20%), "sparse" attends to
     # sinks + ring + top-k blocks only
-    prefill_attention: str = "exact"
+    prefill_attention: Literal["exact", "sparse"] = "exact"
     # decode re-selects each layer's hot blocks for the current query every this many tokens
     # (1: every token, as Quest does); in between the hot set stays. Selection is most of a
     # decoded token's own cost on a CPU (h3 bench --scenario decode)
-    decode_reselect_every: int = 3
+    decode_reselect_every: int = Field(3, gt=0)
     # decode keeps its hot KV (sinks, window, selected blocks) in this dtype when it is narrower
     # than the model's ("model": the model's own). "int8" (kvcache/hot_codec.py): values with a
     # scale per head and token, ~3.6x a float32 model's tokens in the same hot bytes; "float16"
     # ~1.9x, faster per token (README, runtime). Attention reads an up-cast copy (geometry.py)
-    decode_kv_dtype: str = "int8"
+    decode_kv_dtype: Literal["int8", "float16", "bfloat16", "model"] = "int8"
     # > 0: a re-selection ranks blocks by the key sketches, then re-scores each KV head's best
     # this-many x its slots with their exact keys from warm (kvcache/rescore.py): 2 kept more
     # RULER keys at 4K and halved the KL on real filings, for ~10-20% more time a decoded token
     # on a CPU (README, runtime); 0 ranks by the sketches alone
-    decode_exact_rescore: int = 2
-
-    def __post_init__(self) -> None:
-        _positive("runtime.hbm_size_gb", self.hbm_size_gb)
-        _positive("runtime.hbf_size_gb", self.hbf_size_gb)
-        _positive("runtime.cold_storage_max_gb", self.cold_storage_max_gb)
-        for name in ("block_tokens", "top_k_blocks", "prefill_chunk_tokens", "decode_reselect_every"):
-            _positive(f"runtime.{name}", getattr(self, name))
-        one_of("runtime.prefill_attention", self.prefill_attention, ("exact", "sparse"))
-        one_of("runtime.decode_kv_dtype", self.decode_kv_dtype, ("int8", "float16", "bfloat16", "model"))
-        for name in ("sink_tokens", "recent_tokens", "decode_exact_rescore"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"runtime.{name} must be >= 0, got {getattr(self, name)!r}")
+    decode_exact_rescore: int = Field(2, ge=0)
 
 
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    ahaz_alpha: float = 0.999  # decay of the access-frequency term of a block's heat
-    hbm_threshold: float = 0.95  # heat above this -> hot
-    hbf_threshold: float = 0.3  # heat between cold_threshold and this -> warm
-    cold_threshold: float = 0.05  # heat below this -> cold ("T_cold")
-    pressure_watermark: float = 0.85  # hot usage above this fraction raises the hot threshold
-    pressure_hbm_threshold: float = 0.98  # ... to this
-    relevance_weight: float = 0.5  # heat = (1 - w) * frequency + w * relevance
+class SchedulerConfig(Section):
+    model_config = ConfigDict(title="scheduler")
+
+    # every knob is a heat or a fraction: in [0, 1]
+    ahaz_alpha: float = Field(0.999, ge=0, le=1)  # decay of the access-frequency term of a block's heat
+    hbm_threshold: float = Field(0.95, ge=0, le=1)  # heat above this -> hot
+    hbf_threshold: float = Field(0.3, ge=0, le=1)  # heat between cold_threshold and this -> warm
+    cold_threshold: float = Field(0.05, ge=0, le=1)  # heat below this -> cold ("T_cold")
+    # hot usage above this fraction raises the hot threshold...
+    pressure_watermark: float = Field(0.85, ge=0, le=1)
+    pressure_hbm_threshold: float = Field(0.98, ge=0, le=1)  # ... to this
+    relevance_weight: float = Field(0.5, ge=0, le=1)  # heat = (1 - w) * frequency + w * relevance
     # blocks below cold_threshold go to cold once the warm tier is fuller than this fraction;
     # below it host memory is free and a disk round trip would be pure cost
-    warm_watermark: float = 0.5
+    warm_watermark: float = Field(0.5, ge=0, le=1)
 
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if not 0.0 <= value <= 1.0:
-                raise ConfigError(f"scheduler.{f.name} must be in [0, 1], got {value!r}")
+    @model_validator(mode="after")
+    def _ordered(self) -> SchedulerConfig:
         if not self.cold_threshold <= self.hbf_threshold <= self.hbm_threshold:
-            raise ConfigError(
-                "scheduler thresholds must satisfy cold_threshold <= hbf_threshold <= hbm_threshold"
-            )
+            raise ValueError(
+                "thresholds must satisfy cold_threshold <= hbf_threshold <= hbm_threshold (got "
+                f"{self.cold_threshold}, {self.hbf_threshold}, {self.hbm_threshold})")
+        return self
 
 
-@dataclass(frozen=True, slots=True)
-class HbfConfig:
-    prefetch_window: int = 2  # sequential pattern: prefetch this many next blocks
+class HbfConfig(Section):
+    model_config = ConfigDict(title="hbf")
+
+    prefetch_window: int = Field(2, ge=0)  # sequential pattern: prefetch this many next blocks
     prefetch_similarity: float = 0.7  # jumping pattern: prefetch blocks whose summary is this similar
 
-    def __post_init__(self) -> None:
-        if self.prefetch_window < 0:
-            raise ConfigError(f"hbf.prefetch_window must be >= 0, got {self.prefetch_window!r}")
 
+class H3Config(Section):
+    """The runtime's sections; `resources/settings.py` subclasses it for the whole file."""
 
-@dataclass(frozen=True, slots=True)
-class H3Config:
-    model: ModelConfig = field(default_factory=ModelConfig)
-    runtime: RuntimeConfig = field(default_factory=RuntimeConfig)
-    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
-    hbf: HbfConfig = field(default_factory=HbfConfig)
+    model: ModelConfig = ModelConfig()
+    runtime: RuntimeConfig = RuntimeConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    hbf: HbfConfig = HbfConfig()
 
+    @model_validator(mode="before")
     @classmethod
-    def sections(cls) -> dict[str, type]:
-        """Section name -> its dataclass."""
-        return {f.name: f.default_factory().__class__ for f in fields(cls)}  # type: ignore[misc]
-
-    @classmethod
-    def split(cls, data: Any) -> tuple[H3Config, dict[str, Any]]:
-        """The runtime's part of `data`, validated, and the sections/keys it does not own."""
-        built, rest = split_sections(data, cls.sections())
-        return cls(**built), rest
+    def _empty_sections(cls, data: Any) -> Any:
+        # `cold_storage:` with every key commented out is YAML null: the defaults
+        if isinstance(data, dict):
+            return {k: {} if v is None else v for k, v in data.items()}
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None, strict: bool = True) -> H3Config:
         """Builds and validates; bad types and values are errors naming the key. `strict`: a key
-        the runtime does not own is an error too; otherwise it is left to its owner (the
-        pipeline's loader checks the shared file's other keys)."""
-        cfg, rest = cls.split(data)
-        if strict:
-            reject_unknown(rest, {"": cls.sections()})
-        else:
-            reject_near_misses(rest, cls.sections())
-        return cfg
+        the schema does not declare is an error too; otherwise it is skipped, left to its owner
+        (the pipeline's loader checks the shared file's other keys), unless a typo of one here."""
+        data = {} if data is None else data
+        if not strict:
+            data = _owned(cls, data)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            raise config_error(exc, cls) from None
 
     @classmethod
     def load(cls, path: str | Path, strict: bool = True) -> H3Config:
@@ -180,99 +175,100 @@ class H3Config:
 
     def replace(self, section: str, **changes: Any) -> H3Config:
         """A copy with some keys of one section changed (validated again)."""
-        return dataclasses.replace(
-            self, **{section: dataclasses.replace(getattr(self, section), **changes)}
-        )
+        old = getattr(self, section)
+        return type(self)(**{**dict(self), section: type(old)(**{**dict(old), **changes})})
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        return self.model_dump()
 
 
-def split_sections(data: Any, sections: dict[str, type]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Builds (and validates) the `sections` found in `data`, a mapping of section -> keys.
+# ---- pydantic errors -> ConfigError -------------------------------------------------------------
 
-    Returns the built sections by name and what `data` holds beyond them: whole sections not in
-    `sections`, and keys of a known section its dataclass does not declare (`{section: {key:
-    value}}`), for another owner of the same file to build."""
-    data = {} if data is None else data
-    if not isinstance(data, dict):
-        raise ConfigError(f"h3 config must be a mapping of sections, got {type(data).__name__}")
-    built: dict[str, Any] = {}
-    rest: dict[str, Any] = {}
-    for name, values in data.items():
-        if name not in sections:
-            rest[name] = values
-            continue
-        if values is None:
-            values = {}
-        if not isinstance(values, dict):
-            raise ConfigError(f"config section {name!r} must be a mapping, got {values!r}")
-        section_cls = sections[name]
-        own = {f.name for f in fields(section_cls)}
-        mine = {k: v for k, v in values.items() if k in own}
-        others = {k: v for k, v in values.items() if k not in own}
-        for key, value in mine.items():
-            _check_type(f"{name}.{key}", value, getattr(section_cls(), key))
-        built[name] = section_cls(**mine)
-        if others:
-            rest[name] = others
-    return built, rest
+_KINDS = {"int_type": "an integer", "float_type": "a number", "bool_type": "true or false",
+          "string_type": "a string", "model_type": "a mapping of keys", "dict_type": "a mapping"}
+_BOUNDS = {"greater_than": ">", "greater_than_equal": ">=", "less_than": "<",
+           "less_than_equal": "<="}
 
 
-def reject_unknown(rest: dict[str, Any], owners: dict[str, dict[str, type]]) -> None:
-    """Raises ConfigError naming the first section or key of `rest` (what no owner built);
-    the message lists what the owners (label -> their sections) allow there."""
-    allowed_sections = sorted({s for sections in owners.values() for s in sections})
-    for name, values in rest.items():
-        keys = sorted({f.name for sections in owners.values() if name in sections
-                       for f in fields(sections[name])})
-        if not keys:
-            raise ConfigError(f"unknown config section {name!r}; allowed: {allowed_sections}")
-        key = next(iter(values))
-        raise ConfigError(f"unknown config key {name}.{key}; allowed: {keys}")
+def config_error(exc: ValidationError, schema: type[BaseModel], prefix: str | None = None
+                 ) -> ConfigError:
+    """One ConfigError for all of `exc`'s errors, each `dotted.key: reason (got value)`."""
+    return ConfigError("; ".join(_describe(e, schema, prefix) for e in exc.errors()))
 
 
-def reject_near_misses(rest: dict[str, Any], sections: dict[str, type]) -> None:
-    """Lenient loading leaves unowned keys to another owner of the file, but a name one typo
-    away from one of `sections`' own (`schedular:`, `runtime.devcie`) is nobody else's: it is an
-    error naming the key and what was probably meant."""
-    for name, values in rest.items():
-        if name not in sections:
-            guess = difflib.get_close_matches(name, sections, n=1, cutoff=0.8)
-            if guess:
-                raise ConfigError(f"unknown config section {name!r}; did you mean {guess[0]!r}?")
-            continue
-        own = [f.name for f in fields(sections[name])]
-        for key in values:
-            guess = difflib.get_close_matches(key, own, n=1, cutoff=0.8)
-            if guess:
-                raise ConfigError(f"unknown config key {name}.{key}; did you mean "
-                                  f"{name}.{guess[0]}?")
-
-
-def _check_type(key: str, value: Any, default: Any) -> None:
-    """Values must have the default's type (ints accepted for floats; None where default is None)."""
-    if default is None or value is None:
-        if value is not None and not isinstance(value, str):
-            raise ConfigError(f"{key} must be a string or null, got {value!r}")
-        return
-    if isinstance(default, bool):
-        ok = isinstance(value, bool)
-    elif isinstance(default, int):
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif isinstance(default, float):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+def _describe(err: Any, schema: type[BaseModel], prefix: str | None) -> str:
+    loc = tuple(str(p) for p in err["loc"])
+    key = ".".join(((prefix,) if prefix else ()) + loc)
+    kind, ctx, got = err["type"], err.get("ctx") or {}, err["input"]
+    parent = _model_at(schema, loc[:-1])
+    field = parent.model_fields.get(loc[-1]) if parent and loc else None
+    if kind == "extra_forbidden":
+        return _unknown(key, list(parent.model_fields) if parent else [], True)
+    if not key and kind == "model_type":
+        return f"h3 config must be a mapping of sections, got {type(got).__name__}"
+    if isinstance(ctx.get("error"), ConfigError):
+        # a nested section's own __init__ (pydantic calls a custom one) already said it all,
+        # prefixed with its title, which is its field's name in H3Config
+        return str(ctx["error"])
+    if kind == "value_error":  # our validators' messages carry their own values
+        return f"{key}: {ctx['error']}"
+    args = get_args(field.annotation) if field else ()
+    if kind == "literal_error":
+        reason = "must be one of " + ", ".join(map(str, args))
+    elif kind in _BOUNDS:
+        reason = f"must be {_BOUNDS[kind]} {next(iter(ctx.values()))}"
+    elif kind in _KINDS:
+        reason = f"must be {_KINDS[kind]}" + (" or null" if type(None) in args else "")
     else:
-        ok = isinstance(value, type(default))
-    if not ok:
-        raise ConfigError(f"{key} must be of type {type(default).__name__}, got {value!r}")
+        reason = err["msg"][:1].lower() + err["msg"][1:]
+    reason += f" (got {got!r})"
+    if field and field.description:  # why the constraint: shown with its error
+        reason += f": {field.description}"
+    return f"{key}: {reason}" if key else reason
 
 
-def one_of(key: str, value: Any, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{key} must be one of {list(allowed)}, got {value!r}")
+def _model_at(schema: Any, loc: tuple[str, ...]) -> Any:
+    """The model class at `loc` under `schema` (`schema` itself at ()), or None."""
+    for part in loc:
+        field = schema.model_fields.get(part) if _is_model(schema) else None
+        schema = field.annotation if field else None
+    return schema if _is_model(schema) else None
 
 
-def _positive(key: str, value: float) -> None:
-    if not value > 0:
-        raise ConfigError(f"{key} must be > 0, got {value!r}")
+def _is_model(node: Any) -> bool:
+    return isinstance(node, type) and issubclass(node, BaseModel)
+
+
+def _unknown(key: str, allowed: list[str], list_allowed: bool) -> str:
+    *section, name = key.split(".")
+    what = "key" if section else "section"
+    message = f"unknown config {what} {key if section else repr(key)}"
+    guess = difflib.get_close_matches(name, allowed, n=1, cutoff=0.8)
+    if guess:
+        message += ("; did you mean " + (".".join([*section, guess[0]]) if section
+                                         else repr(guess[0])) + "?")
+    if list_allowed:
+        message += f" (allowed: {', '.join(allowed)})"
+    return message
+
+
+def _owned(schema: type[H3Config], data: Any) -> Any:
+    """Lenient loading: `data` less the sections and keys `schema` does not declare (another
+    owner's), but a name one typo away from one of its own is nobody else's: an error."""
+    if not isinstance(data, dict):
+        return data  # validation names the problem
+    kept: dict[str, Any] = {}
+    for name, values in data.items():
+        section = schema.model_fields.get(name)
+        if section is None:
+            if difflib.get_close_matches(name, schema.model_fields, n=1, cutoff=0.8):
+                raise ConfigError(_unknown(name, list(schema.model_fields), False))
+            continue
+        own = section.annotation.model_fields  # type: ignore[union-attr]
+        if isinstance(values, dict):
+            for key in values:
+                if key not in own and difflib.get_close_matches(key, own, n=1, cutoff=0.8):
+                    raise ConfigError(_unknown(f"{name}.{key}", list(own), False))
+            values = {k: v for k, v in values.items() if k in own}
+        kept[name] = values
+    return kept

@@ -19,6 +19,7 @@ from pathlib import Path
 import torch
 
 from h3_runtime.config import H3Config
+from h3_runtime.debug_dump import scheduler_state
 from h3_runtime.decode import greedy_decode
 from h3_runtime.hf.attention import register
 from h3_runtime.hf.cache import H3Cache
@@ -38,7 +39,6 @@ from h3_runtime.kvcache.stats import TierStats
 from h3_runtime.kvcache.tiers import WarmTier
 from h3_runtime.models import check_supported, fingerprint, kv_geometry, load_model, own_forward
 from h3_runtime.scheduler.ahas import AhasScheduler
-from h3_runtime.state import scheduler_state
 
 GiB = 2**30
 
@@ -290,5 +290,5 @@ class H3Engine:
                    if layer.store is not None)
 
     def dump_scheduler_state(self) -> dict:
-        """What `h3 monitor --dump-scheduler-state` prints (see state.py)."""
+        """What `h3 monitor --dump-scheduler-state` prints (see debug_dump.py)."""
         return scheduler_state(self)

@@ -14,6 +14,8 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -29,6 +31,22 @@ DEFAULT_DIRNAME = "smollm2-135m-instruct"
 
 class ModelLoadError(RuntimeError):
     """A model path that cannot be served: the message names the path and the reason."""
+
+
+@contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' progress bars ("Loading weights", "Writing model shards") off while a model
+    loads: every `h3 ask` printed them on stderr, glued around its own output. Its warnings stay
+    on (a user's model with missing weights must not load silently)."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
 
 
 def default_model_dir() -> Path:
@@ -56,8 +74,10 @@ def ensure_default_model() -> Path:
     log.info("converting the default model from %s (once, ~20 s)", src / DEFAULT_GGUF)
     from transformers import LlamaForCausalLM
 
-    tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
-    gguf_model = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF, dtype=torch.float32)
+    with quiet_loading():
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=DEFAULT_GGUF)
+        gguf_model = AutoModelForCausalLM.from_pretrained(src, gguf_file=DEFAULT_GGUF,
+                                                          dtype=torch.float32)
     config = gguf_model.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
@@ -68,7 +88,8 @@ def ensure_default_model() -> Path:
     # at once on first use; each writes its own copy and the first complete rename wins.
     tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
     tmp.mkdir(parents=True)
-    plain.save_pretrained(tmp, safe_serialization=True)
+    with quiet_loading():
+        plain.save_pretrained(tmp, safe_serialization=True)
     tok.save_pretrained(tmp)
     if (out / "model.safetensors").exists() and (out / "tokenizer.json").exists():
         shutil.rmtree(tmp, ignore_errors=True)  # another process finished first
@@ -98,7 +119,9 @@ def load_model(path: str | Path | None, dtype: str = "float32", device: str = "a
         raise ModelLoadError(f"model path {folder}: no config.json (not a HF model folder)")
     dev = ("cuda" if torch.cuda.is_available() else "cpu") if device == "auto" else device
     try:
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[dtype]).to(dev).eval()
+        with quiet_loading():
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=DTYPES[dtype])
+        model = model.to(dev).eval()
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"model path {folder}: cannot load: {exc}") from exc
     try:

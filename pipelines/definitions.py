@@ -19,7 +19,11 @@ from h3.assets.store import cold_store
 from h3.assets.tables import tables
 from h3.pipelines.deletion import delete_documents
 from h3.pipelines.jobs import compress_job, ingest_job, multilingual_job
-from h3.pipelines.jobs_analysis import cross_check_job, prefill_and_analyse_job
+from h3.pipelines.jobs_analysis import (
+    cross_check_job,
+    precompute_kv_job,
+    prefill_and_analyse_job,
+)
 from h3.pipelines.schedules import reindex_job, reindex_schedule
 from h3.pipelines.semantic import SEMANTIC_ASSETS, SEMANTIC_CHECKS
 from h3.pipelines.sensors import inbox_sensor
@@ -39,7 +43,7 @@ REUSE_ASSETS = [document_kv, document_summary, key_facts, cross_document_checks]
 OPERATIONS_ASSETS = [store_indexes]  # the re-index schedule's (pipelines/schedules.py)
 
 ASSETS = [*INGESTION_ASSETS, *SEMANTIC_ASSETS, *REUSE_ASSETS, *OPERATIONS_ASSETS]
-JOBS = [ingest_job, multilingual_job, compress_job, prefill_and_analyse_job, cross_check_job, reindex_job,
+JOBS = [ingest_job, multilingual_job, compress_job, precompute_kv_job, prefill_and_analyse_job, cross_check_job, reindex_job,
         delete_documents]
 SCHEDULES = [reindex_schedule]
 SENSORS = [inbox_sensor]

@@ -3,7 +3,7 @@ inbox sensor launches when a PDF disappears (so every deletion is a run in the D
 
 from dagster import Config, MetadataValue, OpExecutionContext, job, op
 
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import delete_document_partitions
 from h3.resources.store import DocumentStoreResource, open_store
 from h3.resources.store.deletion import PurgeReport, check_doc_id, purge_document
 
@@ -18,8 +18,7 @@ def delete_document(doc_id: str, instance=None, store=None) -> PurgeReport:
 
         instance = get_instance()
     report = purge_document(store or open_store(), doc_id)
-    if instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, doc_id):
-        instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, doc_id)
+    delete_document_partitions(instance, doc_id)  # its readable key (or an old-style one)
     return report
 
 

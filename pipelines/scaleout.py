@@ -81,7 +81,7 @@ def run_batches_on_dask(address: str, batches: list[list[str]], files_of: dict[s
 
 def _orchestrate_batch(address: str, batch: list[str], files_of: dict[str, str]) -> list[str]:
     """In an orchestrator process: the batch's run (and, if it crashed, one run per document)."""
-    from h3.pipelines.cli.index_build import execute_batch
+    from h3.pipelines.ingest_runs import execute_batch
     from h3.pipelines.instance import get_instance
 
     run_config = {"execution": {"config": {"cluster": {"existing": {"address": address}}}}}

@@ -106,7 +106,7 @@ def ingest_requests(instance, mtimes: dict[str, int]) -> list[RunRequest]:
     for batch in contiguous_batches(instance, list(mtimes), BATCH_SIZE):
         stamp = ",".join(f"{d}@{mtimes[d]}" for d in batch)
         requests.append(RunRequest(job_name=ingest_job.name, run_key=f"ingest:{stamp}",
-                                   tags={**range_tags(batch), "h3/trigger": "inbox"}))
+                                   tags={**range_tags(batch, instance), "h3/trigger": "inbox"}))
     return requests
 
 

@@ -1,7 +1,9 @@
 """`H3RuntimeResource`: the H³ runtime as a Dagster resource, opened once per process, and the
 assets' one door into it (precompute, ask, stats).
 
-It loads the engine (model + tiered KV cache) from h3_config.yaml. The engine's KV block store
+`ask(question, doc_id=None, k=5) -> Answer` is the public door for a user's own assets: an
+answer with quotes, checked against its evidence (resources/answers/). It loads the engine
+(model + tiered KV cache) from h3_config.yaml. The engine's KV block store
 (`$H3_HOME/kv` unless `runtime.cold_storage_path` says otherwise, capped at
 `runtime.cold_storage_max_gb`) holds both the blocks the tiered cache spills and the stored
 documents' KV, indexed per document under `<cold tier>/docs`. Assets call `precompute` /
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from dagster import ConfigurableResource
 from pydantic import Field
 
+from h3.ontology.answer import Answer
 from h3.resources.settings import load_config
 from h3_runtime.config import H3Config
 from h3_runtime.home import under_home
@@ -31,7 +34,7 @@ from h3_runtime.reuse.prompt import ChunkText
 if TYPE_CHECKING:
     from h3_runtime.reuse.runtime import ReuseRuntime
 
-__all__ = ["ChunkText", "H3RuntimeResource", "KV_FORMAT", "Precomputed", "doc_kv_root"]
+__all__ = ["Answer", "ChunkText", "H3RuntimeResource", "KV_FORMAT", "Precomputed", "doc_kv_root"]
 
 # Process-wide on purpose: opening the runtime loads the model (~5 s), and the runs of one CLI
 # command (`h3 ask`, the `document_kv` batches of `h3 index-build`) or of one dask worker reuse it.
@@ -121,6 +124,22 @@ class H3RuntimeResource(ConfigurableResource):
     def drop_legacy_kv(self) -> int:
         """Removes document KV stored in the first format (it is prefilled again); how many."""
         return self.get_runtime().store.drop_legacy()
+
+    def ask(self, question: str, doc_id: str | None = None, k: int = 5, *,
+            model: bool = True, max_new_tokens: int = 64, store_path: str | None = None
+            ) -> Answer:
+        """Answers `question` from the document store ($H3_HOME/lancedb, or `store_path`): over
+        the recalled evidence, or over the whole document `doc_id`. The answer quotes its
+        evidence (`quotes`: text, doc_id, source, page, bbox); the model's own text
+        (`generated`) is kept only when every figure and name it states is in that evidence;
+        a question the store cannot answer comes back `refused` with a `reason`. `model=False`
+        answers with quotes only (the model never loads). Raises ValueError for an empty
+        question, LookupError for a `doc_id` that is not stored."""
+        from h3.resources.answers import ask
+        from h3.resources.store.resource import open_store
+
+        return ask(question, open_store(store_path), doc_id=doc_id, k=k,
+                   runtime=self.get_runtime if model else None, max_new_tokens=max_new_tokens)
 
     def kv_stats(self) -> dict:
         """The cold tier's bytes, the model's fingerprint and the stored KV's format."""

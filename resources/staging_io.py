@@ -6,50 +6,52 @@ payload is written to `$H3_HOME/staging/<asset>/<doc_id>.json` and read back the
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from dagster import ConfigurableIOManager, InputContext, OutputContext
+from dagster import InputContext, OutputContext
 from pydantic import Field
 
+from h3.ontology.ids import doc_id_of_partition
+from h3.resources.json_io import JsonUPathIOManager
 from h3_runtime.home import under_home
 
 
-class JsonStagingIOManager(ConfigurableIOManager):
-    """Writes/reads one JSON file per (asset, partition); payloads must be JSON-serialisable."""
+class JsonStagingIOManager(JsonUPathIOManager):
+    """Writes/reads one JSON file per (asset, partition); payloads must be JSON-serialisable.
 
+    Paths and JSON come from the UPathIOManager base; handle_output/load_input stay ours because
+    every ingestion asset runs with BackfillPolicy.single_run() (one output holds many partitions,
+    which UPathIOManager.handle_output refuses) and a missing upstream partition must read as a
+    `failed` payload that flows on, not an error that stops the run."""
+
+    home_folder: ClassVar[str] = "staging"
     base_dir: str | None = Field(default=None, description="null: $H3_HOME/staging")
 
-    def _dir(self, asset_path: list[str]) -> Path:
-        root = Path(self.base_dir) if self.base_dir else under_home("staging")
-        return root.joinpath(*asset_path)
+    def _doc_path(self, context: InputContext | OutputContext, doc_id: str):
+        folder = self._get_path_without_extension(context)
+        return self._with_extension(self.get_path_for_partition(context, folder, doc_id))
 
     def handle_output(self, context: OutputContext, obj: dict[str, Any]) -> None:
         if not isinstance(obj, dict):
             raise TypeError(f"{context.asset_key.to_user_string()}: expected dict[doc_id, payload],"
                             f" got {type(obj).__name__}")
-        folder = self._dir(context.asset_key.path)
-        folder.mkdir(parents=True, exist_ok=True)
         for doc_id, payload in obj.items():
-            target = folder / f"{doc_id}.json"
-            tmp = target.with_suffix(".json.tmp")
-            tmp.write_text(json.dumps(payload, ensure_ascii=False, separators=(",", ":")))
-            os.replace(tmp, target)  # atomic: a reader never sees half a file
+            path = self._doc_path(context, doc_id)
+            self.make_directory(path.parent)
+            self.dump_to_path(context, payload, path)
         context.add_output_metadata({"staged_documents": len(obj)})
 
     def load_input(self, context: InputContext) -> dict[str, Any]:
-        folder = self._dir(context.asset_key.path)
         keys = context.asset_partition_keys if context.has_asset_partitions else []
         loaded: dict[str, Any] = {}
-        for doc_id in keys:
-            path = folder / f"{doc_id}.json"
-            if not path.exists():
+        for doc_id in map(doc_id_of_partition, keys):  # readable keys name their doc_id
+            path = self._doc_path(context, doc_id)
+            if not self.path_exists(path):
                 loaded[doc_id] = {"status": "failed", "reason":
                                   f"{context.asset_key.to_user_string()} was not materialised"}
                 continue
-            loaded[doc_id] = json.loads(path.read_text())
+            loaded[doc_id] = self.load_from_path(context, path)
         return loaded
 
 

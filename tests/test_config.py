@@ -110,3 +110,34 @@ def test_the_shipped_file_says_what_the_code_defaults_are():
             if key in ("path", "cold_storage_path"):  # null in the file: resolved at run time
                 continue
             assert value == defaults[section][key], f"{section}.{key}: file {value}, code {defaults[section][key]}"
+
+
+@pytest.mark.parametrize(
+    "yaml_text, expected",
+    [
+        # an unknown key: named, with what is allowed in its section
+        ("runtime:\n  block_tokenz: 32\n",
+         "runtime.block_tokenz; did you mean runtime.block_tokens?"),
+        # a wrong type: no coercion of "64" to 64
+        ("runtime:\n  block_tokens: '64'\n", "runtime.block_tokens: must be an integer (got '64')"),
+        # out of range
+        ("scheduler:\n  ahaz_alpha: 1.5\n", "scheduler.ahaz_alpha: must be <= 1.0 (got 1.5)"),
+        ("hbf:\n  ann_index_type: FOO\n",
+         "hbf.ann_index_type: must be one of IVF_PQ, HNSW (got 'FOO')"),
+    ],
+)
+def test_schema_errors_name_the_key_the_reason_and_the_value(tmp_path, yaml_text, expected):
+    path = tmp_path / "h3_config.yaml"
+    path.write_text(yaml_text)
+    with pytest.raises(ConfigError) as err:
+        Settings.load(path)
+    assert str(err.value).startswith(f"{path}: ") and expected in str(err.value)
+
+
+def test_every_bad_key_is_named_at_once_and_sections_may_be_empty():
+    with pytest.raises(ConfigError) as err:
+        Settings.parse({"runtime": {"block_tokens": 0}, "cold_storage": {"ocr_enabled": "yes"}})
+    assert "runtime.block_tokens: must be > 0" in str(err.value)
+    assert "cold_storage.ocr_enabled: must be true or false" in str(err.value)
+    # `cold_storage:` with every key commented out (YAML null): the defaults
+    assert Settings.parse({"cold_storage": None}).cold_storage.ocr_enabled is True

@@ -244,7 +244,8 @@ def evaluate_routing(ctx, questions: list[dict], split: dict[str, str]) -> dict:
     """Which filing each question's routing prior prefers first (company named), and which
     document ranks first with the company taken out: by the pages' evidence (shipped,
     `--mode documents`) and by the 1024-d document index, side by side."""
-    from h3.resources.recall.documents import doc_index_scores, evidence_scores, route
+    from h3.resources.recall.document_ranking import evidence_scores
+    from h3.resources.recall.documents import doc_index_scores, route
 
     index_built = bool(doc_index_scores(ctx, "revenue"))
     rows = []

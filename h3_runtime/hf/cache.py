@@ -3,7 +3,7 @@
 While the hot budget holds the whole KV (plus one transient layer), a layer behaves exactly
 like `DynamicLayer` (same tensors, same attention call): greedy output equals `DynamicCache`
 token for token. When the next tokens would not fit, each layer switches once to sparse mode
-(`LayerStore`): sinks + recent window + blocks selected from the warm summaries are hot, the
+(`TieredLayerAttention`): sinks + recent window + blocks selected from the warm summaries are hot, the
 rest is in warm/cold, and `update` only hands the new tokens to the `h3` attention function.
 """
 
@@ -20,7 +20,7 @@ from h3_runtime.kvcache.block_moves import TierContext
 from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot import HotPool
-from h3_runtime.kvcache.layer_store import LayerStore
+from h3_runtime.kvcache.tiered_attention import TieredLayerAttention
 
 # update() -> attention: which cache/layer owns these new keys. transformers' attention
 # interface is called with the module, q, k, v and the mask only (not the cache), so the sparse
@@ -42,7 +42,7 @@ class H3Layer(CacheLayerMixin):
 
     def __init__(self):
         super().__init__()
-        self.store: LayerStore | None = None  # set once the layer goes sparse
+        self.store: TieredLayerAttention | None = None  # set once the layer goes sparse
         self.n_exact = 0
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
@@ -187,7 +187,7 @@ class H3Cache(Cache):
             self.pool.release(freed, "exact kv")
             self.pool.vacate(freed)
         layer.keys = layer.values = None
-        store = LayerStore(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
+        store = TieredLayerAttention(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
         store.reserve_warm(len(self.token_ids), len(self.layers))
         if keys is not None:
             store.commit(keys, values)  # -> sinks / warm blocks / ring

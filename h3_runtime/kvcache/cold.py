@@ -5,32 +5,37 @@ the token prefix up to the block's end + layer), so a later process finds the bl
 one wrote (reuse after a restart) and the same prefix is stored once. Two kinds of blocks share
 it: one layer's block spilled by the tiered cache (`(H_kv, T, D)`, key `...-L007`) and a stored
 document's block of every layer (`(L, H_kv, T, D)`, key `...-all`; reuse/doc_kv.py indexes them
-per document). Every load verifies the crc32 recorded in the file's header. The whole folder is
+per document). Every load verifies the crc32 recorded in the file. The whole folder is
 capped at `max_bytes`: storing past the cap evicts the least recently used files first (a load
 touches its file's mtime, which is the LRU clock).
 
-File layout: 4-byte little-endian header length, JSON header
-{"shape": [..., T, D], "dtype": "float32", "crc32": ..., "layer": ..., "index": ...}, then the
-raw key bytes, then the raw value bytes.
+File format: safetensors (`<key>.safetensors`), tensors "keys" and "values" (same dtype and
+shape) and "crc32" (int64 [1], the block checksum over the key then value bytes), and no
+metadata: every header byte is then checked by safetensors or by `decode_block`, so a flipped
+bit anywhere in the file is an IntegrityError (the old header's unread "layer"/"index" were
+not). Old `.kvb` files (a hand-written header + raw bytes) are
+deleted when a store opens: a miss, so their KV is recomputed (the kv asset prefills it again)
+rather than kept alive by a second reader.
 """
 
 from __future__ import annotations
 
-import json
-import math
 import os
-import struct
 import time
 from pathlib import Path
 
 import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as st_load
+from safetensors.torch import save as st_save
 
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.block import DTYPES, KVBlock
-from h3_runtime.kvcache.checksum import IntegrityError, tensor_bytes, verify
+from h3_runtime.kvcache.checksum import IntegrityError, verify
 from h3_runtime.kvcache.tiers import Tier
 
-SUFFIX = ".kvb"
+SUFFIX = ".safetensors"
+LEGACY_SUFFIX = ".kvb"  # the format before safetensors: deleted on open, never read
 
 
 def cold_root(cold_storage_path: str | Path | None) -> Path:
@@ -50,6 +55,8 @@ class KVBlockStore(Tier):
         self.max_bytes = int(max_bytes)
         # key -> (size, last use); rebuilt from the folder so a restart sees earlier blocks
         self._index: dict[str, tuple[int, float]] = {}
+        for path in self.root.glob(f"*/*{LEGACY_SUFFIX}"):
+            path.unlink(missing_ok=True)
         for path in self.root.glob(f"*/*{SUFFIX}"):
             st = path.stat()
             self._index[path.stem] = (st.st_size, st.st_mtime)
@@ -78,22 +85,15 @@ class KVBlockStore(Tier):
         Atomic (temp file + rename); evicts LRU files to stay under the cap."""
         if key in self._index:
             return
-        header = json.dumps({
-            "shape": list(block.keys.shape), "dtype": str(block.keys.dtype).removeprefix("torch."),
-            "crc32": block.checksum, "layer": layer, "index": index,
-        }).encode()
-        size = 4 + len(header) + block.nbytes
+        data = encode_block(block)  # layer/index: the callers' names for it, not stored
+        size = len(data)
         if size > self.max_bytes:
             raise OSError(f"cold tier: a {size} B block exceeds cold_storage_max_gb ({self.max_bytes} B)")
         self._evict_until(self.max_bytes - size)
         path = self.path_for(key)
         path.parent.mkdir(exist_ok=True)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
-            f.write(struct.pack("<I", len(header)))
-            f.write(header)
-            f.write(tensor_bytes(block.keys))
-            f.write(tensor_bytes(block.values))
+        tmp.write_bytes(data)
         os.replace(tmp, path)
         self._index[key] = (size, time.time())
         self._usage += size
@@ -105,19 +105,11 @@ class KVBlockStore(Tier):
         path = self.path_for(key)
         what = f"cold block {path.name}"
         try:
-            with open(path, "rb", buffering=0) as f:
-                size = os.fstat(f.fileno()).st_size
-                head = f.read(4)
-                hlen = struct.unpack("<I", head)[0] if len(head) == 4 else 0
-                header = f.read(hlen)
-                payload = bytearray(max(size - 4 - hlen, 0))  # the tensors are views of it
-                got = f.readinto(payload)
+            data = path.read_bytes()
         except FileNotFoundError:
             self._forget(key)
             raise KeyError(key) from None
-        if len(head) != 4 or got != len(payload):
-            raise IntegrityError(f"{what}: truncated file")
-        return _decode(header, payload, what)
+        return decode_block(data, what)
 
     def touch(self, key: str) -> None:
         if key in self._index:
@@ -153,26 +145,28 @@ class KVBlockStore(Tier):
             self.evictions += 1
 
 
+def encode_block(block: KVBlock) -> bytes:
+    """A block file's bytes: safetensors with the block's tensors and checksum."""
+    keys = block.keys.detach().to("cpu").contiguous()
+    values = block.values.detach().to("cpu").contiguous()
+    if values.untyped_storage().data_ptr() == keys.untyped_storage().data_ptr():
+        values = values.clone()  # safetensors refuses tensors that may share memory
+    return st_save({"keys": keys, "values": values,
+                    "crc32": torch.tensor([block.checksum], dtype=torch.int64)})
+
+
 def decode_block(data: bytes, what: str) -> KVBlock:
     """Parses a block file's bytes and verifies its checksum (IntegrityError names `what`)."""
     try:
-        (hlen,) = struct.unpack_from("<I", data, 0)
-    except struct.error as exc:
-        raise IntegrityError(f"{what}: unreadable header ({exc})") from exc
-    return _decode(data[4 : 4 + hlen], bytearray(memoryview(data)[4 + hlen :]), what)
-
-
-def _decode(header_bytes: bytes, payload: bytearray, what: str) -> KVBlock:
-    try:
-        header = json.loads(header_bytes)
-        shape, dtype, crc = header["shape"], DTYPES[header["dtype"]], int(header["crc32"])
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise IntegrityError(f"{what}: unreadable header ({exc})") from exc
-    nbytes = math.prod(shape) * dtype.itemsize
-    if len(payload) != 2 * nbytes:
-        raise IntegrityError(f"{what}: {len(payload)} payload bytes, expected {2 * nbytes}")
-    flat = torch.frombuffer(payload, dtype=torch.uint8)
-    keys = flat[:nbytes].view(dtype).reshape(shape)  # (H_kv, T, D) or (L, H_kv, T, D)
-    values = flat[nbytes:].view(dtype).reshape(shape)
-    verify(keys, values, crc, what)
-    return KVBlock(keys, values, crc)
+        tensors = st_load(data)
+    except (SafetensorError, ValueError, RuntimeError, KeyError, TypeError) as exc:  # header, sizes, truncation
+        raise IntegrityError(f"{what}: unreadable file ({exc})") from exc
+    keys, values, crc = tensors.get("keys"), tensors.get("values"), tensors.get("crc32")
+    if (len(tensors) != 3 or keys is None or values is None or crc is None
+            or keys.dtype not in DTYPES.values() or values.dtype != keys.dtype
+            or values.shape != keys.shape or crc.dtype != torch.int64 or crc.shape != (1,)):
+        raise IntegrityError(f"{what}: unexpected tensors "
+                             f"{ {k: (str(t.dtype), tuple(t.shape)) for k, t in tensors.items()} }")
+    expected = int(crc[0])
+    verify(keys, values, expected, what)  # (H_kv, T, D) or (L, H_kv, T, D)
+    return KVBlock(keys, values, expected)

@@ -8,7 +8,7 @@ group of blocks at a time, each group's bytes reserved in the HotPool (so the ho
 under the budget; the group size comes from the free hot bytes), and the partial results are
 merged with the online-softmax (log-sum-exp) trick, together with the ring and the chunk's own
 tokens (causal). The result equals full attention up to float rounding. Decode keeps the
-top-k selection path (LayerStore._attention).
+top-k selection path (TieredLayerAttention._attention).
 
 On CPU each piece runs through PyTorch's fused flash-attention kernel, which also returns the
 piece's log-sum-exp (`_FusedPieces`): the score matrix is never materialised, which is what made
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from h3_runtime.kvcache.layer_store import LayerStore
+    from h3_runtime.kvcache.tiered_attention import TieredLayerAttention
 
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
 MAX_GROUP_TOKENS = 1024  # bounds the (Hq, C, G*T) score temporaries, whatever the free budget
@@ -162,7 +162,7 @@ class _BlockMass:
         return out
 
 
-def streamed_exact_attention(store: LayerStore, q: torch.Tensor, kn: torch.Tensor,
+def streamed_exact_attention(store: TieredLayerAttention, q: torch.Tensor, kn: torch.Tensor,
                              vn: torch.Tensor, scaling: float) -> torch.Tensor:
     """q: (1, Hq, C, D); kn, vn: (H_kv, C, D). Returns (1, C, Hq, D), exact over every previous
     token of the layer. Changes only tier statistics (and re-caches cold blocks in warm); hot

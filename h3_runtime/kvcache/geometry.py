@@ -149,7 +149,7 @@ def _split(budget_bytes: int, n_layers: int, bytes_per_token_layer: int, rt: Run
     decode_tokens = (budget_bytes - b) // per_token
     if not selection:
         # the window: the ring is the whole room while prefilling; decoding, the slots the decode
-        # buffer has room for hold the newest blocks before the ring (layer_store), so the
+        # buffer has room for hold the newest blocks before the ring (tiered_attention.py), so the
         # baseline's window spans as many tokens as H3 attends in the same bytes
         # (a ring is whole blocks plus one partial block: a decoded token writes its column
         # modulo the ring, so a ring of any other size overwrote its oldest tokens while the

@@ -123,7 +123,7 @@ class BlockSummaries:
         head (a retrieval head) needs badly; only the chunk's last RELEVANCE_QUERIES queries vote
         (they are the ones nearest what comes next). q: (1, Hq, C, D). `refine(qg, score)` may
         overwrite scores in place before the softmax (qg: (H_kv, gQ, D) the grouped queries,
-        score: (H_kv, gQ, n)): decode re-scores its best candidates exactly (layer_store.py)."""
+        score: (H_kv, gQ, n)): decode re-scores its best candidates exactly (tiered_attention.py)."""
         H, D = self.n_kv_heads, q.shape[-1]
         qh = q[0, :, -RELEVANCE_QUERIES:].detach().to("cpu", torch.float32)  # (Hq, Q, D)
         qg = qh.reshape(H, -1, D)  # (H_kv, g*Q, D): query heads grouped by their KV head

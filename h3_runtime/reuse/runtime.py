@@ -113,8 +113,9 @@ class ReuseRuntime:
         return segments
 
     def answer(self, segments: Sequence[Segment], max_new_tokens: int = 64, reuse: bool = True,
-               recompute_tokens: int | None = None) -> Answer:
-        """Builds the cache (loading stored spans when `reuse`), decodes greedily; stats hold
+               recompute_tokens: int | None = None, no_repeat_ngram: int = 0) -> Answer:
+        """Builds the cache (loading stored spans when `reuse`), decodes greedily (never
+        repeating a `no_repeat_ngram`-gram when > 0: see greedy_decode); stats hold
         ttft_s, total_s, prompt_tokens, prefill_tokens_computed, kv_tokens_loaded_cold, the
         hot-tier bytes and integrity_errors."""
         t0 = time.perf_counter()
@@ -124,7 +125,8 @@ class ReuseRuntime:
             recompute_tokens=self.recompute_tokens if recompute_tokens is None else recompute_tokens)
         first: list[float] = []
         tokens = greedy_decode(self.model, cache, logits, max_new_tokens, self.eos_ids,
-                               on_first=lambda: first.append(time.perf_counter() - t0))
+                               on_first=lambda: first.append(time.perf_counter() - t0),
+                               no_repeat_ngram=no_repeat_ngram)
         total = time.perf_counter() - t0
         text = self.tokenizer.decode([t for t in tokens if t not in self.eos_ids],
                                      skip_special_tokens=True).strip()

@@ -4,20 +4,16 @@ scores below WEAK_SCORE (the answer is probably not in the store), and each hit'
 sentence that matched, not the chunk's first characters.
 
 WEAK_SCORE comes from real score distributions (benchmarks/documents/weak_match.py and its report
-benchmarks/documents/results/weak_match.json): the best hit's score of labelled queries whose answer
+benchmarks/results/): the best hit's score of labelled queries whose answer
 is in the store against off-topic queries, on the docling test PDFs + the sample corpus."""
 
 from __future__ import annotations
 
 import re
 
-WEAK_SCORE = 0.43  # 3 of 57 answered queries below it, 0 of 20 off-topic at or above
+from h3.resources.answers.ask import WEAK_SCORE, notes_of
 
-
-def notes_of(result: dict) -> list[str]:
-    """The notes of one recall result (`note`: one string; `notes`: a list), in order."""
-    notes = [result["note"]] if result.get("note") else []
-    return notes + [n for n in result.get("notes") or [] if n]
+__all__ = ["WEAK_SCORE", "is_weak", "notes_of", "snippet", "table_lines", "weak_line"]
 
 
 def is_weak(hits: list[dict]) -> bool:
@@ -63,3 +59,68 @@ def snippet(text: str, query: str, width: int = SNIPPET_WIDTH) -> str:
         pad = (width - (b - a)) // 2
         a, b = max(0, a - pad), min(len(flat), b + pad)
     return ("…" if a > 0 else "") + flat[a:b].strip() + ("…" if b < len(flat) else "")
+
+
+TABLE_ROWS = 8  # body rows of a table hit the text output shows
+TABLE_CELL = 28  # characters of one cell
+_RULE = re.compile(r":?-{2,}:?")
+_NUMBER = re.compile(r"[-+−–(]?[$€£]?\s?[\d.,]+\s?%?\)?")
+
+
+def table_lines(text: str, query: str, rows: int = TABLE_ROWS,
+                cell: int = TABLE_CELL) -> list[str] | None:
+    """A table hit as a person reads it: the lines before its table (title, caption), then the
+    table's rows on lines of their own, columns padded to one width (numbers right-aligned),
+    the header underlined, columns that are blank in every row left out. With more than `rows`
+    body rows, those sharing the most words with the query, in table order, and a line saying
+    how many were left out. None when the text holds no markdown table (`| a | b |` lines)."""
+    from h3.resources.recall.text import stems
+
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    start = next((i for i, ln in enumerate(lines) if ln.startswith("|")), None)
+    if start is None:
+        return None
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    if end - start < 2:
+        return None
+    grid = [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[start:end]]
+    rule = next((i for i, r in enumerate(grid) if all(_RULE.fullmatch(c) or not c for c in r)
+                 and any(c for c in r)), None)
+    header = grid[:rule] if rule is not None else []
+    body = grid[rule + 1:] if rule is not None else grid
+    width = max(len(r) for r in grid)
+    keep = [j for j in range(width) if any(j < len(r) and r[j] for r in header + body)]
+    if not keep:
+        return None
+    left_out = 0
+    if len(body) > rows:
+        wanted = stems(query)
+        ranked = sorted(range(len(body)),
+                        key=lambda i: (-len(wanted & stems(" ".join(body[i]))), i))
+        picked = sorted(ranked[:rows])
+        left_out = len(body) - rows
+        body = [body[i] for i in picked]
+
+    def cells(row: list[str]) -> list[str]:
+        out = [row[j] if j < len(row) else "" for j in keep]
+        return [c if len(c) <= cell else c[:cell - 1] + "…" for c in out]
+
+    shown_header, shown_body = [cells(r) for r in header], [cells(r) for r in body]
+    widths = [max(len(r[k]) for r in shown_header + shown_body) for k in range(len(keep))]
+    filled = [[r[k] for r in shown_body if r[k]] for k in range(len(keep))]
+    numeric = [bool(f) and 2 * sum(bool(_NUMBER.fullmatch(c)) for c in f) >= len(f)
+               for f in filled]  # a column of numbers: right-aligned, its header too
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.rjust(w) if right else c.ljust(w)
+                         for c, w, right in zip(row, widths, numeric, strict=True)).rstrip()
+
+    out = [" ".join(ln.split()) for ln in lines[:start]]
+    out += [line(r) for r in shown_header]
+    if shown_header:
+        out.append("  ".join("-" * w for w in widths))
+    out += [line(r) for r in shown_body]
+    if left_out:
+        out.append(f"… {left_out} more rows")
+    out += [" ".join(ln.split()) for ln in lines[end:]]
+    return out

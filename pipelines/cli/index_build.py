@@ -24,16 +24,12 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, nullcontext, redirect_stdout
 from pathlib import Path
 
-from h3.pipelines.cli.output import CliError, Progress, emit, log
+from h3.pipelines.cli.output import CliError, DocumentProgress, Progress, emit, log
+from h3.pipelines.ingest_runs import QUIET, execute_batch
 
-# Dagster's console logger at DEBUG prints every event, and at WARNING each failed document's
-# reason (which the report prints once); the runs' full logs stay in the instance.
-QUIET = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
-# The step that fails a run in which some document did not ingest (assets/ingested.py).
-GATE_STEP = "ingested_documents"
 # Below this the corpus cannot fit compression: the pooling MLP needs other documents as
 # negatives, and PCA to >= 128 dims needs a few chunks' worth of tokens.
 COMPRESS_MIN_DOCUMENTS = 2
@@ -60,11 +56,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--compress", action="store_true",
                    help="then run the corpus-level compress_corpus job (token PCA, chunk pooling, "
                         "document index); off by default: recall does not need it")
+    p.add_argument("--with-kv", action="store_true",
+                   help="then prefill each stored document's KV into the cold tier (the "
+                        "precompute_kv job, ~10 s per 1K tokens on 2 cores), so that `h3 ask "
+                        "--doc` loads it instead of computing it on first use")
 
 
 def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
            job=None, compress: bool = False, executor: str = "in_process",
-           dask_scheduler: str | None = None, workers: int = 2) -> dict:
+           dask_scheduler: str | None = None, workers: int = 2, with_kv: bool = False) -> dict:
     """Registers and ingests; returns the INTERFACES.md index-build report (no printing).
 
     `job`: the Dagster job to run (default: `ingest_documents` from the code location).
@@ -73,6 +73,7 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     mode reads what it builds (`--mode documents` ranks by the pages' evidence), its pooler
     fails its own separation check on a corpus of one industry, and on the 74 development
     filings (6,468 pages) its token PCA and pooling ran out of a 24 GiB machine's memory.
+    `with_kv`: then run `precompute_kv` over the documents stored by this call.
     `executor`: "in_process" (one batch run after another, in this process) or "dask": the
     batches (at most `batch_size` documents, small enough that every worker gets some) run as
     concurrent runs whose steps execute on the cluster at `dask_scheduler`, or on a
@@ -84,6 +85,7 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         raise CliError(f"no PDF under {', '.join(paths)} (looked for *.pdf, any case)")
     for path in empty:
         log(f"h3 index-build: warning: no PDF under {path} (looked for *.pdf, any case)")
+    from h3.assets._batch import document_listener
     from h3.pipelines.definitions import defs
     from h3.pipelines.instance import get_instance
     from h3.pipelines.partitions import add_partitions, contiguous_batches
@@ -110,9 +112,13 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
                                   dask_scheduler, workers)
     else:
         run_ids = []
-        for batch in contiguous_batches(instance, todo_ids, max(1, batch_size)):
-            run_ids += execute_batch(job, instance, batch, files_of)
-            bar.advance(len(batch), pages=_pages(store, batch))
+        # a line per document as each stage finishes it (the stages run in this process)
+        per_file = (document_listener(DocumentProgress(files_of)) if show_progress
+                    else nullcontext())
+        with per_file:
+            for batch in contiguous_batches(instance, todo_ids, max(1, batch_size)):
+                run_ids += execute_batch(job, instance, batch, files_of)
+                bar.advance(len(batch), pages=_pages(store, batch))
     bar.close()
     report = _report(store, registrations, run_ids)
     report["paths_without_pdf"] = empty
@@ -120,6 +126,9 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         report["multilingual"] = multilingual_vectors(store, instance)
         if report["multilingual"].get("run_id"):
             report["run_ids"].append(report["multilingual"]["run_id"])
+    if with_kv:
+        report["kv"] = precompute_kv(store, instance, todo_ids, files_of, batch_size)
+        report["run_ids"] += report["kv"]["run_ids"]
     if not compress:
         report["compress"] = {"status": "skipped", "run_id": None,
                               "reason": "not requested (h3 index-build --compress, or the "
@@ -131,6 +140,26 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         if report["compress"].get("run_id"):
             report["run_ids"].append(report["compress"]["run_id"])
     return report
+
+
+def precompute_kv(store, instance, doc_ids: list[str], files_of: dict[str, str],
+                  batch_size: int) -> dict:
+    """The `precompute_kv` job over the given documents that are stored (status ok), in batches.
+    {"documents", "failed_runs", "run_ids"}; a failed run is reported, never raised (the
+    documents are ingested either way, and `h3 ask --doc` computes what is missing)."""
+    from h3.pipelines.definitions import defs
+    from h3.pipelines.partitions import contiguous_batches
+
+    ok = set(store.ok_doc_ids())
+    todo = [d for d in doc_ids if d in ok]
+    job = defs.resolve_job_def("precompute_kv")
+    run_ids, failed = [], 0
+    for batch in contiguous_batches(instance, todo, max(1, batch_size)):
+        log(f"index-build: prefilling the KV of {len(batch)} document(s) ...")
+        ids = execute_batch(job, instance, batch, files_of)
+        failed += sum(not instance.get_run_by_id(r).is_success for r in ids)
+        run_ids += ids
+    return {"documents": len(todo), "failed_runs": failed, "run_ids": run_ids}
 
 
 def _find(paths: list[str]) -> tuple[list, list[str], list[str]]:
@@ -145,19 +174,6 @@ def _find(paths: list[str]) -> tuple[list, list[str], list[str]]:
             empty.append(given)
         files += found
     return list(dict.fromkeys(files)), missing, empty
-
-
-def execute_batch(job, instance, batch: list[str], files_of: dict[str, str],
-                  run_config: dict | None = None) -> list[str]:
-    """Runs one batch; a run that crashed (not a bad document) is retried one run per document,
-    so that the culprit is isolated. Returns the run ids."""
-    result = _execute(job, instance, batch, files_of, run_config)
-    run_ids = [result.run_id]
-    if not result.success and _crashed(result) and len(batch) > 1:
-        log(f"index-build: run {result.run_id} failed; retrying its {len(batch)} documents "
-            "one run each")
-        run_ids += [_execute(job, instance, [d], files_of, run_config).run_id for d in batch]
-    return run_ids
 
 
 def _ingest_on_dask(instance, store, todo_ids: list[str], files_of: dict[str, str],
@@ -176,31 +192,6 @@ def _ingest_on_dask(instance, store, todo_ids: list[str], files_of: dict[str, st
         return run_batches_on_dask(
             scheduler, batches, files_of, in_flight=2 * count,
             on_done=lambda batch: bar.advance(len(batch), pages=_pages(store, batch)))
-
-
-def _execute(job, instance, batch: list[str], files_of: dict[str, str],
-             run_config: dict | None = None):
-    """One run over a partition range: in this process, or (a reconstructable job and its
-    executor's run config) through `execute_job`, which hands the steps to that executor."""
-    from h3.assets._batch import file_names
-    from h3.pipelines.partitions import range_tags
-
-    tags = {**range_tags(batch), "h3/files": file_names([files_of.get(d) for d in batch])}
-    if run_config is None:
-        return job.execute_in_process(run_config=QUIET, instance=instance, tags=tags,
-                                      raise_on_error=False)
-    from dagster import execute_job
-
-    with execute_job(job, instance, run_config={**QUIET, **run_config}, tags=tags,
-                     raise_on_error=False) as result:
-        return result
-
-
-def _crashed(result) -> bool:
-    """Whether a failed run failed for another reason than documents that did not ingest (the
-    gate step fails the run then, after every other step succeeded)."""
-    failed_steps = {ev.step_key for ev in result.get_step_failure_events()}
-    return failed_steps != {GATE_STEP}
 
 
 def _precheck(todo: list) -> dict[str, str]:
@@ -223,15 +214,14 @@ def _record_failures(store, instance, todo: list, reasons: dict[str, str]) -> No
     """What the ingestion run would record for these documents, without a run: a failed row
     (the reason), older failed versions of the same file replaced, last good versions kept."""
     from h3.assets.store import replace_older_versions
-    from h3.pipelines.partitions import DOCUMENTS_PARTITIONS
+    from h3.pipelines.partitions import delete_document_partitions
 
     for r in todo:
         row = store.get_document(r.doc_id) or {"doc_id": r.doc_id, "source": r.path}
         store.upsert_document({**row, "status": "failed", "reason": reasons[r.doc_id],
                                "updated_at": time.time()})
         for old in replace_older_versions(store, r.doc_id, r.path, keep_ok=True):
-            if instance.has_dynamic_partition(DOCUMENTS_PARTITIONS.name, old):
-                instance.delete_dynamic_partition(DOCUMENTS_PARTITIONS.name, old)
+            delete_document_partitions(instance, old)
 
 
 def _pages(store, doc_ids: list[str]) -> int:
@@ -355,7 +345,8 @@ def run(args: argparse.Namespace) -> int:
             report = ingest(args.path, args.batch_size, show_progress=not args.json,
                             executor=args.executor or executor_default(),
                             dask_scheduler=args.dask_scheduler or os.environ.get(SCHEDULER_ENV),
-                            workers=args.workers, compress=args.compress)
+                            workers=args.workers, compress=args.compress,
+                            with_kv=args.with_kv)
     except (ScaleOutError, StoreUnreachableError) as exc:  # one line, no traceback
         raise CliError(str(exc)) from None
     report["seconds"] = round(time.perf_counter() - t0, 2)

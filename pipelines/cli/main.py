@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
     "monitor": "h3.pipelines.cli.runtime_tools",
     "corruption-test": "h3.pipelines.cli.runtime_tools",
     "bandwidth-test": "h3.pipelines.cli.runtime_tools",
-    "bench": "benchmarks.cli",
+    "bench": "h3.pipelines.cli.bench",
 }
 
 

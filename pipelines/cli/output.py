@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -90,6 +91,73 @@ class Progress:
         else:
             sys.stderr.write(text + "\n")
         sys.stderr.flush()
+
+
+# What each per-document stage has done to a document, for the progress lines.
+STAGE_DONE = {"documents": "checked", "layout": "layout read", "tables": "tables read",
+              "figures": "figures found", "ocr": "OCR done", "chunks": "chunked",
+              "embeddings": "embedded", "cold_store": "stored", "knowledge_graph": "graph built",
+              "structures": "structures indexed", "figure_embeddings": "figures embedded",
+              "token_vectors": "token vectors"}
+
+
+class DocumentProgress:
+    """One line on stderr per document as a stage of the run finishes it, e.g.
+    `[3/13] report.pdf: stored (42 pages, 5.1 s; stage 7 ETA 1m10s)`: the document's place
+    among the files to ingest, what the stage did, its pages, the stage's seconds on it, the
+    stage's place in the run (`7/11` once a run has shown how many there are), and how long the
+    stage needs for the run's remaining documents (their pages at its pace so far; `stage 7
+    done` on its last). On a terminal the line is redrawn in place (each stage's last one
+    stays); a document's failure is its own line, once. Fed by assets._batch.document_listener
+    (stages that run in this process)."""
+
+    def __init__(self, files_of: dict[str, str]) -> None:
+        """`files_of`: doc_id -> file of every document to ingest, in order (a document's place
+        is its place there, across batches)."""
+        self.files_of = files_of
+        self.place = {d: i for i, d in enumerate(files_of, 1)}
+        self.tty = sys.stderr.isatty()
+        self.pages: dict[str, int] = {}
+        self.failed: set[str] = set()
+        self.runs: dict[frozenset, dict[str, list[float]]] = {}  # stage -> [seconds, pages]
+
+    def __call__(self, event: dict) -> None:
+        text = self.line(event)
+        if text:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+
+    def line(self, event: dict) -> str:
+        """What to write for `event` (assets._batch.document_done), "" for nothing."""
+        doc_id, stage, ids = event["doc_id"], event["stage"], event["doc_ids"]
+        if isinstance(event.get("pages"), int):
+            self.pages[doc_id] = event["pages"]
+        name = Path(self.files_of.get(doc_id) or doc_id).name
+        head = (f"[{self.place[doc_id]}/{len(self.place)}] {name}" if doc_id in self.place
+                else f"[{event['index']}/{len(ids)}] {name}")
+        if event["status"] != "ok":
+            if doc_id in self.failed:  # a later stage passing the failure on
+                return ""
+            self.failed.add(doc_id)
+            return ("\r\033[K" if self.tty else "") + (
+                f"{head}: failed at {stage}: {event.get('reason') or 'no reason given'}\n")
+        run = frozenset(ids)
+        known = max((len(s) for r, s in self.runs.items() if r != run), default=0)  # earlier
+        stages = self.runs.setdefault(run, {})
+        spent = stages.setdefault(stage, [0.0, 0.0])
+        seconds = float(event.get("seconds") or 0.0)
+        spent[0] += seconds
+        spent[1] += self.pages.get(doc_id, 1)
+        left = [d for d in ids[event["index"]:] if d not in self.failed]
+        eta = spent[0] / spent[1] * sum(self.pages.get(d, 1) for d in left) if spent[1] else 0.0
+        pages = f"{self.pages[doc_id]} pages, " if doc_id in self.pages else ""
+        number = list(stages).index(stage) + 1
+        place = f"stage {number}" + (f"/{known}" if known >= number else "")
+        text = (f"{head}: {STAGE_DONE.get(stage, stage)} ({pages}{seconds:.1f} s; {place} "
+                + (f"ETA {_duration(eta)})" if left else "done)"))
+        if not self.tty:
+            return text + "\n"
+        return f"\r\033[K{text}" + ("" if left else "\n")
 
 
 def _duration(seconds: float) -> str:

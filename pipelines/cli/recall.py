@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from h3.pipelines.cli.annotate import is_weak, notes_of, snippet, weak_line
+from h3.pipelines.cli.annotate import is_weak, notes_of, snippet, table_lines, weak_line
 from h3.pipelines.cli.output import CliError, emit
 from h3.pipelines.cli.queries_file import read_queries
 
@@ -26,9 +26,13 @@ def _human(results: list[dict]) -> str:
         lines.append(f"> {r['query']}   [{', '.join(r['intent'])}; {r['latency_ms']} ms]")
         for i, h in enumerate(r["hits"], 1):
             box = ", ".join(f"{v:.0f}" for v in h["bbox"])
-            text = snippet(h["text"], r["query"])
-            lines.append(f"  {i}. {Path(h['source']).name} p.{h['page']} [{box}] {h['kind']} "
-                         f"({h['score']:.3f}): {text}")
+            head = (f"  {i}. {Path(h['source']).name} p.{h['page']} [{box}] {h['kind']} "
+                    f"({h['score']:.3f}):")
+            table = table_lines(h["text"], r["query"]) if h["kind"] == "table" else None
+            if table:  # rows on their own lines, columns aligned (--json keeps the raw text)
+                lines += [head] + [f"       {row}" for row in table]
+            else:
+                lines.append(f"{head} {snippet(h['text'], r['query'])}")
         if not r["hits"]:
             lines.append("  (no hits)")
         lines += [f"  note: {n}" for n in notes_of(r)] + list(filter(None, [weak_line(r["hits"])]))

@@ -14,10 +14,13 @@ FFN output projections in fp32 (their post-GELU inputs have outliers).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import logging
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -89,7 +92,7 @@ def export(precision: str, target: Path) -> Path:
         from onnxruntime.quantization import QuantType, quantize_dynamic
 
         nodes = _quantized_nodes(onnx.load(str(fp32)))
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), _root_logging_muted():
             warnings.simplefilter("ignore")
             quantize_dynamic(str(fp32), str(staged), nodes_to_quantize=nodes, per_channel=True,
                              weight_type=QuantType.QInt8)
@@ -100,9 +103,31 @@ def export(precision: str, target: Path) -> Path:
     return target
 
 
+@contextlib.contextmanager
+def _root_logging_muted() -> Iterator[None]:
+    """Meanwhile, records on the root logger go nowhere. onnxruntime's quantizer logs on it
+    ("WARNING:root:Please consider to run pre-processing before quantization"), and its first
+    `logging.warning` would also install a root handler on stderr (logging.basicConfig) that
+    prints every library's warnings afterwards: a NullHandler keeps basicConfig from doing it."""
+    root = logging.getLogger()
+    null = logging.NullHandler()
+
+    def drop(_record) -> bool:
+        return False
+
+    root.addHandler(null)
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+        root.removeHandler(null)
+
+
 def _session(precision: str, threads: int):
     import onnxruntime as ort
 
+    ort.set_default_logger_severity(3)  # errors only: no warning glued to the CLI's output
     path = onnx_path(precision)
     if not path.exists():
         export(precision, path)

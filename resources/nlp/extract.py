@@ -8,15 +8,16 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
-from h3.ontology.document import BBox
 from h3.ontology.entities import NAME_TYPES, entity_id, type_for_spacy_label
 from h3.ontology.relations import Edge
 from h3.resources.nlp import zh
 from h3.resources.nlp.aliases import resolve_aliases
 from h3.resources.nlp.pipeline import english, is_chinese
 from h3.resources.nlp.relations import find_relations, mask
+from h3.resources.nlp.types import Extraction, Mention, TextUnit
+
+__all__ = ["Extraction", "Mention", "TextUnit", "extract"]
 
 # "the company", "the bank's": refers to the organisation named last before it in the region.
 _ORG_ANAPHOR = re.compile(
@@ -31,34 +32,6 @@ _LEADING_ADVERBS = {"yesterday", "today", "tomorrow", "separately", "earlier", "
                     "recently", "previously", "currently", "finally", "additionally",
                     "subsequently", "accordingly", "consequently", "initially", "notably",
                     "similarly", "specifically", "overall", "still", "now"}
-
-
-@dataclass(frozen=True, slots=True)
-class TextUnit:
-    doc_id: str
-    page: int
-    bbox: BBox
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    entity_id: str
-    text: str
-    type: str
-    doc_id: str
-    page: int
-    bbox: BBox
-    sentence: str
-    start: int  # character offsets in the sentence
-    end: int
-    anaphor: bool = False  # "the company" standing for the last named organisation
-
-
-@dataclass(slots=True)
-class Extraction:
-    mentions: list[Mention] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
 
 
 def extract(units: Iterable[TextUnit], batch_size: int = 64) -> Extraction:

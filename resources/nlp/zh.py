@@ -24,6 +24,8 @@ from collections.abc import Iterable
 from h3.ontology.document import BBox
 from h3.ontology.entities import NAME_TYPES, entity_id
 from h3.ontology.relations import Edge
+from h3.resources.nlp.relations import mask
+from h3.resources.nlp.types import Mention
 
 ORG_SUFFIXES = ("股份有限公司", "有限责任公司", "有限公司", "集团", "公司", "银行", "控股",
                 "委员会", "局", "研究院", "交易所")
@@ -170,7 +172,7 @@ def sentences_of(text: str) -> list[str]:
 
 
 def extract_units(units, gazetteer: dict[str, tuple[str, str]] | None = None):
-    """(mentions, edges) of a document's Chinese text units (resources/nlp/extract.TextUnit).
+    """(mentions, edges) of a document's Chinese text units (resources/nlp/types.TextUnit).
     The gazetteer is built from all units first, so a name defined later is known everywhere."""
     units = list(units)
     if gazetteer is None:
@@ -191,9 +193,6 @@ def extract_sentence(sentence: str, doc_id: str, page: int, bbox: BBox):
 
 
 def _extract(sentence: str, doc_id: str, page: int, bbox: BBox, gazetteer):
-    from h3.resources.nlp.extract import Mention
-    from h3.resources.nlp.relations import mask
-
     found = _sentence_entities(sentence, gazetteer)
     mentions = [Mention(entity_id(t, name), name, t, doc_id, page, bbox, sentence, s, e)
                 for (s, e), (t, name) in found.items()]

@@ -10,9 +10,8 @@ pages rise over others' alike, and a much better page elsewhere still wins. A qu
 period and no company gives that period's filings half the prior. When a query seems to name a
 company the registry does not know, the result carries a note saying so.
 
-`--mode documents` ranks whole documents by their own pages' evidence (the best few page
-scores of text recall), not by one summary vector each: ten annual reports of one industry
-are too alike as wholes (the `doc_index` asset ranked the right 10-K first 0.095 of the time).
+`--mode documents` (ranking whole documents by their pages' evidence) is
+resources/recall/document_ranking.py.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from pathlib import Path
 
 import numpy as np
 
-from h3.ontology.document import Hit
 from h3.resources.nlp.issuer import (
     PROFILE_VERSION,
     QUARTER_RE,
@@ -36,7 +34,7 @@ from h3.resources.nlp.issuer import (
     profile_pdf,
 )
 from h3.resources.recall.companies import IssuerRegistry, registry_from
-from h3.resources.recall.router import RecallContext, register_intent
+from h3.resources.recall.router import RecallContext
 
 log = logging.getLogger(__name__)
 # a data cache, not a client: the profile (issuer, period) of a document stored before profiles
@@ -185,9 +183,13 @@ def current_profile(stored: dict | None, source: str) -> DocumentProfile:
     old = DocumentProfile.from_json(stored) if stored else DocumentProfile()
     if _is_current(stored) or not Path(source).is_file():
         return old
+    import pymupdf
+
     try:
         return profile_pdf(source)
-    except Exception as exc:  # noqa: BLE001 - one unreadable old file must not stop recall
+    # an unreadable file (gone, replaced, damaged: MuPDF's errors, OCR's), not a bug: one
+    # unreadable old file must not stop recall
+    except (OSError, RuntimeError, ValueError, pymupdf.mupdf.FzErrorBase) as exc:
         log.warning("re-profiling %s failed (%s): its stored profile is used", source, exc)
         return old
 
@@ -283,7 +285,7 @@ def query_summary(ctx: RecallContext, query: str) -> np.ndarray | None:
     """The query's 512-d summary, as the corpus's chunks got theirs (static word-piece vectors
     -> the corpus PCA -> the pooling MLP), or None when the corpus is not compressed yet."""
     if "_doc_index" not in ctx.cache:
-        ctx.cache["_doc_index"] = _load_doc_index()
+        ctx.cache["_doc_index"] = _load_doc_index(ctx)
     loaded = ctx.cache["_doc_index"]
     if loaded is None:
         return None
@@ -314,11 +316,9 @@ def doc_index_scores(ctx: RecallContext, query: str) -> dict[str, float]:
             if r >= 0 and doc_ids[r] in ctx.ok_doc_ids}
 
 
-def _load_doc_index():
+def _load_doc_index(ctx: RecallContext):
     try:
-        from h3.assets.doc_index import index_path
-        from h3.assets.pca import pca_path
-        from h3.assets.pooling import load_pooler, pooler_path
+        from h3.resources.semantic.artifacts import index_path, load_pooler, pca_path, pooler_path
         from h3.resources.semantic.doc_index import load_index
         from h3.resources.semantic.pca import PcaModel
 
@@ -329,8 +329,9 @@ def _load_doc_index():
         index, doc_ids = load_index(index_path()) if index_path().exists() else (None, [])
         return index, doc_ids, PcaModel.load(pca_path()), load_pooler()[0]
     except Exception as exc:  # noqa: BLE001 - a half-written or stale index: said, then skipped
-        log.warning("the compressed layer (PCA, pooler, document index) could not be read: %s: "
-                    "summary cosines and document-index scores are left out", exc)
+        ctx.warn(f"document index lookup failed: the compressed layer (PCA, pooler, document "
+                 f"index) could not be read: {type(exc).__name__}: {exc}; summary cosines and "
+                 "document-index scores are left out")
         return None
 
 
@@ -411,45 +412,3 @@ def within_named_documents(query: str, routing: Routing) -> str:
                  out, flags=re.IGNORECASE)
     out = " ".join(out.split())
     return out if out.strip(" ?.!") else query
-
-
-EVIDENCE_POOL = 60  # page hits of text recall that vote for their documents
-EVIDENCE_WEIGHTS = (1.0, 0.5, 0.25)  # a document's best, second and third page
-
-
-def evidence_scores(ctx: RecallContext, query: str) -> dict[str, float]:
-    """doc_id -> how well the document's own pages answer the query: its best pages' text
-    recall scores (priors included), weighted EVIDENCE_WEIGHTS. Unlike one summary vector per
-    document, this tells apart filings that are alike as a whole (ten annual reports of one
-    industry) by the passages that answer."""
-    from h3.resources.recall.text import text_recall
-
-    by_doc: dict[str, list[float]] = {}
-    for hit in text_recall(ctx, query, EVIDENCE_POOL):
-        by_doc.setdefault(hit.doc_id, []).append(hit.score)
-    return {d: sum(w * s for w, s in zip(EVIDENCE_WEIGHTS, sorted(scores, reverse=True),
-                                         strict=False))
-            for d, scores in by_doc.items()}
-
-
-def documents_recall(ctx: RecallContext, query: str, k: int) -> list[Hit]:
-    """`--mode documents`: the documents ranked for the query by their pages' evidence (the
-    routing prior included), one hit each (page 1, the cover), text = issuer, form and
-    period."""
-    profiles = document_profiles(ctx)
-    scores = evidence_scores(ctx, query)
-    for doc_id, prior in route(ctx, query).scores.items():
-        scores.setdefault(doc_id, prior)  # a preferred document with no page in the pool
-    ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
-    hits = []
-    for doc_id, score in ranked:
-        p = profiles.get(doc_id, DocumentProfile())
-        label = " · ".join(x for x in (p.issuer, p.form_type, p.fiscal_period) if x)
-        hits.append(Hit(doc_id=doc_id, source=ctx.doc_sources.get(doc_id, ""), page=1,
-                        bbox=(0.0, 0.0, 0.0, 0.0), kind="document", score=score,
-                        text=label or Path(ctx.doc_sources.get(doc_id, "")).name,
-                        via="document"))
-    return hits
-
-
-register_intent("documents", documents_recall)

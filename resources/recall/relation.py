@@ -161,15 +161,14 @@ def _ranked_edges(ctx: RecallContext, query: str, k: int) -> list[tuple[Hit, boo
 
 def detect_relation(query: str) -> bool:
     """Fires when the query names an entity of the knowledge graph (of the default store,
-    $H3_HOME/lancedb: the router's detectors see only the query)."""
-    try:
-        from h3.resources.store import open_store
+    $H3_HOME/lancedb: the router's detectors see only the query). A store without a graph yet
+    names nothing; one that cannot be read raises, and the router says so in the result
+    ("relation lookup failed: ...") instead of answering as if the graph were empty."""
+    from h3.resources.store import open_store
 
-        # a relation question about an issuer short form the graph may not know as a name
-        return bool(detect_relations(query)) or bool(
-            query_entities(query, gazetteer(open_store())))
-    except Exception:  # no store yet: nothing to relate
-        return False
+    # a relation question about an issuer short form the graph may not know as a name
+    return bool(detect_relations(query)) or bool(
+        query_entities(query, gazetteer(open_store())))
 
 
 register_intent("relation", relation_intent, detect=detect_relation)

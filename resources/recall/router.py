@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,13 +28,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from h3.ontology.document import Hit
+from h3.resources.recall.fusion import rrf_scores
 from h3.resources.store.base import DocumentStore
 
+log = logging.getLogger(__name__)
 MODES = ("auto", "text", "structure", "relation", "documents")
-RRF_K = 60  # as in text recall (resources/recall/text.py): Cormack et al. (2009)
-# Modules that register intents when imported (missing ones are skipped: not built yet).
+# Modules that register intents when imported; one that cannot be imported is an error (a
+# renamed module must not silently take its intent out of recall).
 INTENT_MODULES = ("h3.resources.recall.text", "h3.resources.recall.structure",
-                  "h3.resources.recall.relation", "h3.resources.recall.documents")
+                  "h3.resources.recall.relation", "h3.resources.recall.document_ranking")
 
 
 @dataclass
@@ -50,6 +53,20 @@ class RecallContext:
     # metrics (resources/recall/statements.py); off: text recall as before issue 11 (the
     # filings bench's baseline row)
     statement_pages: bool = True
+    # What recall worked around for every query of this context (a part of the store it could
+    # not read): said in each result's `notes` from then on (`warn`)
+    notes: list[str] = field(default_factory=list)
+
+    def warn(self, message: str, query: str | None = None) -> None:
+        """A failure recall works around instead of failing: logged as a warning and said in
+        the notes of `query`'s result (of every result from now on when `query` is None)."""
+        log.warning(message)
+        notes = self.notes if query is None else self.cache.setdefault(("_notes", query), [])
+        if message not in notes:
+            notes.append(message)
+
+    def notes_for(self, query: str) -> list[str]:
+        return list(dict.fromkeys(self.notes + self.cache.get(("_notes", query), [])))
 
     def query_vector(self, query: str) -> np.ndarray:
         if query not in self.cache:
@@ -91,6 +108,18 @@ def _load_intents() -> None:
         except ModuleNotFoundError as exc:
             if exc.name != module:
                 raise
+            raise ImportError(f"recall intent module {module} is missing (renamed or removed? "
+                              "update router.INTENT_MODULES)", name=module) from exc
+
+
+def _fires(intent: Intent, ctx: RecallContext, query: str) -> bool:
+    """Whether `intent`'s detector fires for `query`; a detector that fails does not fire, and
+    the result says so ("relation lookup failed: ...") rather than losing the intent quietly."""
+    try:
+        return bool(intent.detect(query))
+    except Exception as exc:  # noqa: BLE001 - logged and noted: the other intents still answer
+        ctx.warn(f"{intent.name} lookup failed: {type(exc).__name__}: {exc}", query)
+        return False
 
 
 def make_context(store: DocumentStore, embed: Callable | None = None) -> RecallContext:
@@ -122,7 +151,7 @@ def recall(store: DocumentStore, queries: Sequence[str], k: int = 5, mode: str =
             results.append({"query": query, "intent": [], "latency_ms": 0.0, "hits": [],
                             "note": "empty query"})
             continue
-        fired = ([i for i in INTENTS.values() if i.always_in_auto or i.detect(query)]
+        fired = ([i for i in INTENTS.values() if i.always_in_auto or _fires(i, ctx, query)]
                  if mode == "auto" else [INTENTS[mode]])
         answers: list[list[Hit]] = []
         context: list[list[Hit]] = []
@@ -144,6 +173,8 @@ def recall(store: DocumentStore, queries: Sequence[str], k: int = 5, mode: str =
                                                for d in (routing.doc_ids or [])]}
             if routing.note:
                 result["note"] = routing.note
+        if notes := ctx.notes_for(query):  # what recall could not read, and worked around
+            result["notes"] = notes
         results.append(result)
     return results
 
@@ -156,20 +187,14 @@ def _page_key(h: Hit) -> tuple:
 
 def fuse(lists: list[list[Hit]]) -> list[Hit]:
     """Every hit of `lists` (each ranked by its intent's own score), interleaved by reciprocal
-    rank fusion of their pages: a page's score is the sum over lists of 1 / (RRF_K + its best
-    rank there). Each list keeps its own order (an intent's ranking is its own evidence: a
+    rank fusion of their pages (fusion.rrf_scores): a page's score is the sum over lists of
+    1 / (RRF_K + its best rank there). Each list keeps its own order (an intent's ranking is its own evidence: a
     relation from an executive table stays before the same relation seen in a bio that text
     recall also found); fusion decides which list's next hit comes first. Ties: the earlier
     list first. A page's other hits follow its best one, for `merge_pages`."""
     ordered = [sorted(hits, key=lambda h: -h.score) for hits in lists]  # stable
-    fused: dict[tuple, float] = {}
-    for hits in ordered:
-        seen: set[tuple] = set()
-        for rank, h in enumerate(hits):
-            key = _page_key(h)
-            if key not in seen:  # a page counts once per list, at its best rank
-                seen.add(key)
-                fused[key] = fused.get(key, 0.0) + 1.0 / (RRF_K + rank + 1)
+    fused = rrf_scores([_page_key(h) for h in hits] for hits in ordered)  # a page once per list
+    # Order-keeping merge, not a sort by fused score: an intent's own order is evidence to keep.
     heads = [0] * len(ordered)
     out: list[Hit] = []
     while True:

@@ -6,7 +6,6 @@ import fcntl
 import os
 import random
 import threading
-import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -14,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pyarrow as pa
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from h3.resources.store.base import DocumentStore, Row
 from h3.resources.store.tables import TABLES
@@ -22,7 +22,7 @@ from h3.resources.text_lang import fts_form
 # Writers on many workers commit to the same tables. Lance resolves most concurrent commits
 # itself (appends rebase on each other); what it cannot (e.g. two deletes rewriting the same
 # fragment) raises a commit conflict, and the write is simply tried again a little later.
-COMMIT_RETRIES = 6
+COMMIT_RETRIES = 6  # retries after the first try: 7 tries in all
 COMMIT_BACKOFF_S = 0.2  # doubled each try, with jitter: 0.2 .. 6.4 s
 COMMIT_CONFLICTS: dict[str, int] = {}  # per process, for the scale-out bench
 _CONFLICT_WORDS = ("conflict", "retryable", "concurrent")  # "conflict" covers "commit conflict"
@@ -33,18 +33,25 @@ def _is_commit_conflict(exc: Exception) -> bool:
     return any(word in text for word in _CONFLICT_WORDS)
 
 
+def _commit_backoff(state: RetryCallState) -> float:
+    """0.2 s doubled each try, times a jitter in [0.5, 1.5) (read at call time: tests shrink it)."""
+    return COMMIT_BACKOFF_S * 2 ** (state.attempt_number - 1) * (0.5 + random.random())
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, (OSError, RuntimeError, ValueError)) and _is_commit_conflict(exc)
+
+
 def with_commit_retries(write, what: str):
     """Calls `write()`; retries it with exponential backoff while Lance reports a commit
     conflict (every write here is idempotent or all-or-nothing, so a retry is safe)."""
-    for attempt in range(COMMIT_RETRIES + 1):
-        try:
-            return write()
-        except (OSError, RuntimeError, ValueError) as exc:
-            if attempt == COMMIT_RETRIES or not _is_commit_conflict(exc):
-                raise
-            COMMIT_CONFLICTS[what] = COMMIT_CONFLICTS.get(what, 0) + 1
-            time.sleep(COMMIT_BACKOFF_S * 2 ** attempt * (0.5 + random.random()))
-    raise AssertionError("unreachable")
+
+    def count_conflict(state: RetryCallState) -> None:
+        COMMIT_CONFLICTS[what] = COMMIT_CONFLICTS.get(what, 0) + 1
+
+    return Retrying(stop=stop_after_attempt(COMMIT_RETRIES + 1), wait=_commit_backoff,
+                    retry=retry_if_exception(_retryable), before_sleep=count_conflict,
+                    reraise=True)(write)
 
 
 class StoreUnreachableError(RuntimeError):

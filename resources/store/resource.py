@@ -2,36 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-from pathlib import Path
-
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from h3.ontology.document import Hit
 from h3.resources.settings import load_config
 from h3.resources.store.lance import LanceDocumentStore
-from h3_runtime.home import under_home
-
-# Outside Dagster (the CLI, benches): one store per path and process, so a command that opens
-# the store from several places shares one connection and its table handles. A Dagster run
-# builds its own in `setup_for_execution`.
-_STORES: dict[str, LanceDocumentStore] = {}
-_LOCK = threading.Lock()
-
-
-def store_path(path: str | None = None) -> Path:
-    """`path`, or $H3_HOME/lancedb by default."""
-    return Path(path).expanduser().resolve() if path else under_home("lancedb")
-
-
-def open_store(path: str | None = None) -> LanceDocumentStore:
-    """The process-wide store for a path (default $H3_HOME/lancedb), for code outside Dagster;
-    created on first use."""
-    resolved = str(store_path(path))
-    with _LOCK:
-        if resolved not in _STORES:
-            _STORES[resolved] = LanceDocumentStore(resolved, load_config().hbf.ann_index_type)
-        return _STORES[resolved]
+from h3.resources.store.open import open_store, store_path
 
 
 class DocumentStoreResource(ConfigurableResource):
@@ -50,6 +27,14 @@ class DocumentStoreResource(ConfigurableResource):
         # (a resource that fails to start fails the run without a step failure to show it).
         self._in_run, self._store = True, None
 
+    def recall(self, query: str, k: int = 5, mode: str = "auto") -> list[Hit]:
+        """The `k` best hits for `query` (mode: auto, text, structure, relation or documents, as
+        `h3 recall --mode`), best first: each with doc_id, source, page, bbox, kind, text,
+        score and via. Raises ValueError for an unknown mode."""
+        from h3.resources.recall import recall
+
+        return [hit_of(h) for h in recall(self.get_store(), [query], k=k, mode=mode)[0]["hits"]]
+
     def get_store(self) -> LanceDocumentStore:
         """The run's store (outside a run, e.g. a resource built by hand: `open_store`'s)."""
         if not self._in_run:
@@ -57,3 +42,13 @@ class DocumentStoreResource(ConfigurableResource):
         if self._store is None:
             self._store = LanceDocumentStore(store_path(self.path), load_config().hbf.ann_index_type)
         return self._store
+
+
+def hit_of(row: dict) -> Hit:
+    """A recall hit (the JSON form `h3 recall --json` prints) as the typed `Hit`."""
+    boxes = tuple(tuple(float(v) for v in b) for b in row.get("boxes") or ())
+    return Hit(doc_id=row["doc_id"], source=row.get("source") or "", page=int(row["page"]),
+               bbox=tuple(float(v) for v in row.get("bbox") or (0, 0, 0, 0)),
+               kind=row.get("kind") or "text", text=row.get("text") or "",
+               score=float(row.get("score") or 0.0), via=row.get("via") or "text",
+               entities=tuple(row.get("entities") or ()), boxes=boxes)

@@ -121,6 +121,7 @@ def test_config_switches_surface_in_the_assets(news_home, tmp_path, monkeypatch)
     from h3.assets.pca import token_pca
     from h3.pipelines.definitions import ASSETS, RESOURCES
     from h3.pipelines.instance import get_instance
+    from h3.pipelines.partitions import partition_keys_by_doc
     from h3.resources.store import open_store
 
     off = tmp_path / "kg_off.yaml"
@@ -132,8 +133,9 @@ def test_config_switches_surface_in_the_assets(news_home, tmp_path, monkeypatch)
         doc_id = sorted(store.ok_doc_ids())[0]
         store.delete_where("edges", f"doc_id = '{doc_id}'")
         monkeypatch.setenv("H3_CONFIG", str(off))
+        key = partition_keys_by_doc(get_instance())[doc_id]  # `<file name>-<doc_id>`
         res = materialize(ASSETS, selection=[knowledge_graph],
-                          partition_key=doc_id, resources=RESOURCES, instance=get_instance())
+                          partition_key=key, resources=RESOURCES, instance=get_instance())
         assert res.success and store.rows("edges", f"doc_id = '{doc_id}'") == []
         meta = res.asset_materializations_for_node("knowledge_graph")[0].metadata
         assert "knowledge_graph_enabled: false" in meta["skipped"].value

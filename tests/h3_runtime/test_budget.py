@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from h3_runtime.engine import H3Engine
 from h3_runtime.kvcache.geometry import BudgetTooSmallError
-from h3_runtime.kvcache.layer_store import WARM_HEADROOM_TOKENS
+from h3_runtime.kvcache.tiered_attention import WARM_HEADROOM_TOKENS
 from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
 
 MODEL = tiny_llama(layers=2)

@@ -40,7 +40,7 @@ def _keys() -> torch.Tensor:
 
 
 def _rescorer(s: BlockSummaries, warm: WarmTier, shortlist: int, seen: list | None = None):
-    """The refine step decode passes to relevance (layer_store.py), over a real warm tier;
+    """The refine step decode passes to relevance (tiered_attention.py), over a real warm tier;
     `seen` receives a copy of the scores it leaves."""
     def gather_keys(blocks: torch.Tensor, heads: torch.Tensor) -> torch.Tensor | None:
         got = warm.gather(0, blocks, heads, values=False)

@@ -7,7 +7,7 @@ import torch
 
 from h3_runtime.config import HbfConfig, SchedulerConfig
 from h3_runtime.engine import H3Engine
-from h3_runtime.kvcache import exact_prefill, layer_store
+from h3_runtime.kvcache import exact_prefill, tiered_attention
 from h3_runtime.kvcache.exact_prefill import PROBE_QUERIES, _BlockMass
 from h3_runtime.scheduler.ahas import AhasScheduler, LayerHeat
 from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
@@ -94,14 +94,14 @@ def test_decode_reselects_every_n_tokens(cold_dir, monkeypatch):
     model = tiny_llama(layers=2)
     ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(3))
     calls: list[int] = []
-    select = layer_store.LayerStore._select
+    select = tiered_attention.TieredLayerAttention._select
 
     def counting(self, q, n, scaling):
         if q.shape[2] == 1:
             calls.append(self.layer)
         return select(self, q, n, scaling)
 
-    monkeypatch.setattr(layer_store.LayerStore, "_select", counting)
+    monkeypatch.setattr(tiered_attention.TieredLayerAttention, "_select", counting)
     for every, expected in ((1, 9), (3, 3)):
         calls.clear()
         engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,
@@ -178,12 +178,12 @@ def test_decode_keeps_the_prompt_s_strong_picks_and_prefers_the_blocks_a_head_ho
     assert any(held) and n > 3
     store.prompt_mass = torch.zeros(H, n)
     store.prompt_mass[:, 1] = 0.3  # a block the prompt's last queries read hard: kept
-    store.prompt_mass[:, 2] = layer_store.PROMPT_MASS_FLOOR / 2  # a glance: not pinned
+    store.prompt_mass[:, 2] = tiered_attention.PROMPT_MASS_FLOOR / 2  # a glance: not pinned
     out = store._decode_preferences(torch.full((H, n), 0.01), n)
     for h in range(H):
         for b in range(n):
             base = 0.3 if b == 1 else 0.01
-            bonus = layer_store.RESIDENT_BONUS if b in held[h] else 1.0
+            bonus = tiered_attention.RESIDENT_BONUS if b in held[h] else 1.0
             assert abs(float(out[h, b]) - base * bonus) < 1e-6, (h, b)
 
 
@@ -191,7 +191,7 @@ def test_decode_re_scores_its_sketch_candidates_exactly_unless_configured_off(co
     model = tiny_llama(layers=2)
     ids = torch.randint(0, 128, (1, 400), generator=torch.Generator().manual_seed(7))
     calls: list[tuple[int, int]] = []  # (shortlist, keys gathered) per re-scoring
-    rescore = layer_store.rescore_exactly
+    rescore = tiered_attention.rescore_exactly
 
     def recording(qg, score, shortlist, in_warm, gather_keys):
         def gathered(blocks, heads):
@@ -199,7 +199,7 @@ def test_decode_re_scores_its_sketch_candidates_exactly_unless_configured_off(co
             return gather_keys(blocks, heads)
         return rescore(qg, score, shortlist, in_warm, gathered)
 
-    monkeypatch.setattr(layer_store, "rescore_exactly", recording)
+    monkeypatch.setattr(tiered_attention, "rescore_exactly", recording)
     for factor in (2, 0):
         calls.clear()
         engine = H3Engine(model=model, hbm_size_gb=kv_bytes_per_token(model) * 100 / 2**30,

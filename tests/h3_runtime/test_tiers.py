@@ -99,6 +99,16 @@ def test_cold_reuse_after_restart(tmp_path):
     assert torch.equal(again.load("abc").keys, make_block(5).keys)
 
 
+def test_old_format_block_files_are_dropped_as_misses(tmp_path):
+    """`.kvb` files (the hand-written format before safetensors) are deleted when a store
+    opens: a miss, so the block is recomputed, never read by a second parser."""
+    (tmp_path / "ab").mkdir()
+    (tmp_path / "ab" / "abcd-L000.kvb").write_bytes(b"\x02\x00\x00\x00{}")
+    cold = KVBlockStore(tmp_path, 10**8)
+    assert not cold.lookup("abcd-L000") and cold.usage_bytes == 0
+    assert not list(tmp_path.rglob("*.kvb"))
+
+
 def test_cold_cap_evicts_least_recently_used(tmp_path):
     size = KVBlockStore(tmp_path / "probe", 10**8)
     size.store("x", make_block(0))
@@ -134,7 +144,8 @@ def test_one_cold_cap_covers_document_blocks_and_spilled_layer_blocks(tmp_path):
 
     layer_block = make_block(1)  # (H_kv, T, D): what a layer store spills
     doc_keys = torch.randn(2, 3, 40, 8)  # (L, H_kv, T, D): a 40-token document, 2 layers
-    cold = KVBlockStore(tmp_path, 2 * doc_keys.nbytes + 2 * layer_block.nbytes + 5 * 120)
+    # 5 files; 240 B a file for the safetensors header (~216 B here) on top of the tensors
+    cold = KVBlockStore(tmp_path, 2 * doc_keys.nbytes + 2 * layer_block.nbytes + 5 * 240)
     cold.store(content_key("aa" * 32, 0), layer_block)
     docs = DocumentKV(cold, tmp_path / "docs", block_tokens=16)
     index = docs.put("d", "m", list(range(40)), doc_keys, doc_keys + 1)

@@ -29,9 +29,10 @@ def test_list_shows_ids_files_status_reason_and_counts(h3_home, capsys):
     listed = json.loads(capsys.readouterr().out)
     assert listed == [
         {"doc_id": "b" * 16, "source": "/in/notes.pdf", "status": "failed",
-         "reason": "/in/notes.pdf: not a PDF", "pages": None, "chunks": 0},
+         "reason": "/in/notes.pdf: not a PDF", "pages": None, "chunks": 0,
+         "partition_key": None},  # no Dagster partition (tests/pipelines/test_partition_keys)
         {"doc_id": "a" * 16, "source": "/in/report.pdf", "status": "ok", "reason": None,
-         "pages": 2, "chunks": 7}]
+         "pages": 2, "chunks": 7, "partition_key": None}]
     assert main(["list", "--status", "failed"]) == 0
     text = capsys.readouterr().out
     assert "notes.pdf" in text and "not a PDF" in text and "report.pdf" not in text

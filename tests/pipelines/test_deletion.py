@@ -98,7 +98,7 @@ def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
     assert kv.find(DOC_A, "test-model") is None
     assert kv.find(DOC_B, "test-model").key == two_documents["kv"][DOC_B]
     assert len(kv.blocks) == 2  # B's two blocks; A's own second block is gone
-    assert instance.get_dynamic_partitions("documents") == [DOC_B]
+    assert instance.get_dynamic_partitions("documents") == [f"{DOC_B}.pdf-{DOC_B}"]
     assert store.ok_doc_ids() == {DOC_B}
 
     again = delete_document(DOC_A, instance=instance)  # idempotent
@@ -121,4 +121,5 @@ def test_delete_job_runs_in_the_instance(two_documents):
         instance=two_documents["instance"])
     assert result.success
     assert two_documents["store"].ok_doc_ids() == {DOC_A}
-    assert two_documents["instance"].get_dynamic_partitions("documents") == [DOC_A]
+    keys = two_documents["instance"].get_dynamic_partitions("documents")
+    assert keys == [f"{DOC_A}.pdf-{DOC_A}"]

@@ -43,13 +43,21 @@ def requests(result, job: str) -> list[RunRequest]:
 
 
 def requested_docs(instance, request: RunRequest) -> list[str]:
-    """The documents one ingestion run covers (a single partition or a partition range)."""
+    """The documents (doc ids) one ingestion run covers (a single partition or a range)."""
+    from h3.ontology.ids import doc_id_of_partition
+
     tags = request.tags
     if "dagster/partition" in tags:
-        return [tags["dagster/partition"]]
+        return [doc_id_of_partition(tags["dagster/partition"])]
     keys = instance.get_dynamic_partitions("documents")
     start = keys.index(tags["dagster/asset_partition_range_start"])
-    return keys[start:keys.index(tags["dagster/asset_partition_range_end"]) + 1]
+    return [doc_id_of_partition(k)
+            for k in keys[start:keys.index(tags["dagster/asset_partition_range_end"]) + 1]]
+
+
+def partitions(instance) -> list[str]:
+    """The document partitions' keys, as the UI's partition picker lists them."""
+    return instance.get_dynamic_partitions("documents")
 
 
 def doc_ids(cursor: str) -> dict[str, str]:
@@ -71,7 +79,8 @@ def test_cursor_tracks_new_unchanged_changed_and_removed_files(h3_home):
     (ingest,) = requests(result, "ingest_documents")  # one run for the batch
     ids = doc_ids(cursor)
     assert sorted(requested_docs(instance, ingest)) == sorted(ids.values())
-    assert set(instance.get_dynamic_partitions("documents")) == set(ids.values())
+    # readable keys: the file's name, then its doc_id
+    assert set(partitions(instance)) == {f"{name}-{d}" for name, d in ids.items()}
     assert {store.get_document(d)["status"] for d in ids.values()} == {"pending"}
 
     result, cursor2 = tick(instance, cursor)  # nothing changed: skip, same cursor
@@ -97,7 +106,8 @@ def test_cursor_tracks_new_unchanged_changed_and_removed_files(h3_home):
     run = defs.resolve_job_def("delete_documents").execute_in_process(
         run_config=deletion.run_config, instance=instance)
     assert run.success and store.get_document(ids["a.pdf"]) is None
-    assert ids["a.pdf"] not in instance.get_dynamic_partitions("documents")
+    # a's partition gone; b's old version stays until the new one's ingestion replaces it
+    assert partitions(instance) == [f"b.pdf-{ids['b.pdf']}", f"b.pdf-{new_b}"]
 
     result, _ = tick(instance, cursor)
     assert isinstance(result, SkipReason)
@@ -163,7 +173,7 @@ def test_inbox_end_to_end_ingest_replace_delete(h3_home):
     second = doc_ids(cursor)["memo.pdf"]
     assert second != first and store.ok_doc_ids() == {second}
     assert {r["doc_id"] for r in store.rows("documents")} == {second}
-    assert instance.get_dynamic_partitions("documents") == [second]
+    assert partitions(instance) == [f"memo.pdf-{second}"]
     assert not store.rows("chunks", f"doc_id = '{first}'")
     assert not list((h3_home / "staging").glob(f"**/{first}.json"))
 
@@ -172,5 +182,5 @@ def test_inbox_end_to_end_ingest_replace_delete(h3_home):
     assert store.ok_doc_ids() == set() and store.rows("documents") == []
     for table in store.doc_scoped_tables():
         assert store.count_rows(table) == 0, table
-    assert instance.get_dynamic_partitions("documents") == []
+    assert partitions(instance) == []
     assert not list((h3_home / "staging").glob(f"**/{second}.json"))

@@ -103,6 +103,15 @@ def _register_sample(home: Path, corpus: Path) -> list[str]:
     return doc_ids
 
 
+def _partition_keys(home: Path) -> dict[str, str]:
+    """doc_id -> its partition key (`<file name>-<doc_id>`), as the UI lists them."""
+    from h3.pipelines.instance import get_instance
+    from h3.pipelines.partitions import partition_keys_by_doc
+
+    with h3_home_env(home):
+        return partition_keys_by_doc(get_instance())
+
+
 def _wait_for_run(home: Path, timeout_s: float, expected=None) -> str:
     from dagster import DagsterRunStatus
 
@@ -149,6 +158,8 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
     doc_ids = _register_sample(home, corpus)
     broken_id = doc_ids[sorted(p.name for p in corpus.glob("*.pdf")).index(BROKEN)]
     good_ids = set(doc_ids) - {broken_id}
+    keys = _partition_keys(home)
+    assert keys[broken_id] == f"{BROKEN}-{broken_id}"  # the picker finds it by its file name
     port, log = _free_port(), tmp_path / "dagster-dev.log"
     env = {**os.environ, "H3_HOME": str(home), "DAGSTER_HOME": str(home / "dagster"),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -204,11 +215,11 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
             page.screenshot(path=SHOTS / "3b-runs-list.png")
 
             statuses = _partition_statuses(base, "ingested_documents")
-            assert statuses["failedPartitions"] == [broken_id], statuses
-            assert set(statuses["materializedPartitions"]) == good_ids, statuses
+            assert statuses["failedPartitions"] == [keys[broken_id]], statuses
+            assert set(statuses["materializedPartitions"]) == {keys[d] for d in good_ids}, statuses
             page.goto(f"{base}/assets/ingested_documents?view=partitions")
             expect(page.get_by_text("Failed").first).to_be_visible()
-            page.get_by_text(broken_id).first.click()
+            page.get_by_text(keys[broken_id]).first.click()
             expect(page.get_by_text("failed, and did not materialize this asset")).to_be_visible()
             page.screenshot(path=SHOTS / "4-partitions-failed.png", full_page=True)
             # its history holds the observation naming the file and the reason
@@ -221,7 +232,7 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
             page.screenshot(path=SHOTS / "4b-failed-partition-history.png", full_page=True)
             history.get_by_role("button", name="OK").click()
             good = sorted(good_ids)[0]
-            page.get_by_text(good).first.click()
+            page.get_by_text(keys[good]).first.click()
             expect(page.get_by_text("file", exact=True).first).to_be_visible()
             page.screenshot(path=SHOTS / "5-partition-file-name.png", full_page=True)
 

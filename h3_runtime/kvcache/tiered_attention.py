@@ -47,7 +47,10 @@ PROMPT_MASS_FLOOR = 0.2  # a block the prompt's last queries gave this share sta
 RESIDENT_BONUS = 2.0  # decode: a block already in a head's slots counts this many times
 
 
-class LayerStore:
+class TieredLayerAttention:
+    """One layer's tiered KV (hot buffer, warm blocks and summaries, cold files) and the sparse
+    attention of new tokens over it: what a layer of `H3Cache` (hf/cache.py) runs once sparse."""
+
     def __init__(self, layer: int, geom: Geometry, n_kv_heads: int, head_dim: int,
                  dtype: torch.dtype, device: torch.device, ctx: TierContext):
         self.layer, self.g, self.ctx = layer, geom, ctx

@@ -1,0 +1,157 @@
+"""One question, answered with its evidence: what `h3 ask`, `H3RuntimeResource.ask` and the
+analysis assets all call.
+
+1. Evidence: recalled hits (or, with `doc_id`, every chunk of that document).
+2. Refusal before anything else: a company the store has no document of (recall's note), a weak
+   best match, or evidence that shares no word with the question. The model never runs then.
+3. The extractive answer (extractive.py): quoted sentences and table rows, file, page, box.
+4. The model (optional): its text over the same evidence, kept only if every figure and name it
+   states is in that evidence (grounding.py); otherwise the result says which were not.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from h3.ontology.answer import Answer
+from h3.ontology.ids import doc_id_of_partition
+from h3.resources.answers.extractive import extract
+from h3.resources.answers.grounding import check
+from h3.resources.recall.documents import ABSENT_COMPANY_NOTE
+from h3.resources.store import DocumentStore, sql_str
+from h3_runtime.reuse.prompt import ChunkText
+
+if TYPE_CHECKING:
+    from h3_runtime.reuse.runtime import ReuseRuntime
+
+# The best hit's score below which recall's evidence is a weak match (the answer is probably not
+# in the store), from real score distributions (benchmarks/documents/weak_match.py): 3 of 57
+# answered queries below it, 0 of 20 off-topic at or above. `h3 recall` marks the same.
+WEAK_SCORE = 0.43
+# The model never repeats a 6-token phrase it already wrote: a loop ("1. X 2. X 3. X") repeats
+# longer runs than that, while a figure may recur ("$1,577.0 million" is 7 tokens: only its
+# second mention in a row is blocked, and the check below reads figures, not repeats).
+NO_REPEAT_NGRAM = 6
+NO_WORDS = "the recalled evidence shares no content word with the question"
+
+
+def document_chunks(db: DocumentStore, doc_id: str) -> list[ChunkText]:
+    """The document's chunks from the document store, in reading order (chunk ids end in :c<i>)."""
+    return [ChunkText(r["chunk_id"], int(r["page"]), r["text"]) for r in _chunk_rows(db, doc_id)]
+
+
+def _chunk_rows(db: DocumentStore, doc_id: str) -> list[dict]:
+    rows = db.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "page", "text", "bbox"])
+
+    def order(row: dict) -> int:
+        tail = row["chunk_id"].rsplit(":c", 1)[-1]
+        return int(tail) if tail.isdigit() else 0
+
+    return sorted(rows, key=order)
+
+
+def notes_of(result: dict) -> list[str]:
+    """The notes of one recall result (`note`: one string; `notes`: a list), in order."""
+    notes = [result["note"]] if result.get("note") else []
+    return notes + [n for n in result.get("notes") or [] if n]
+
+
+def refusal_reason(recalled: dict) -> str | None:
+    """Why recalled evidence cannot answer its question, or None: a company no stored document
+    is from (recall's note), or a best hit scoring below WEAK_SCORE."""
+    absent = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
+    if absent:
+        return absent[0]
+    hits = recalled["hits"]
+    if not hits:
+        return "nothing recalled (is the store empty? run `h3 index-build`)"
+    best = max(float(h.get("score") or 0.0) for h in hits)
+    if best < WEAK_SCORE:
+        return (f"weak match: best score {best:.3f} < {WEAK_SCORE} (the answer may not be in "
+                "the store)")
+    return None
+
+
+def document_evidence(db: DocumentStore, doc_id: str) -> list[dict]:
+    """Every chunk of one stored document as evidence hits (raises LookupError naming it when
+    it is not stored or did not ingest)."""
+    doc = db.get_document(doc_id)
+    if doc is None or doc.get("status") != "ok":
+        state = "not in the store" if doc is None else f"status {doc.get('status')}"
+        raise LookupError(f"document {doc_id}: {state} (see `h3 list`, `h3 index-build`)")
+    rows = _chunk_rows(db, doc_id)
+    if not rows:
+        raise LookupError(f"document {doc_id}: it has no text chunks")
+    return [{"doc_id": doc_id, "source": doc.get("source"), "page": int(r["page"]),
+             "bbox": list(r.get("bbox") or []), "kind": "text", "text": r["text"],
+             "score": 0.0, "via": "document"} for r in rows]
+
+
+def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int = 5,
+        runtime: Callable[[], ReuseRuntime] | None = None, max_new_tokens: int = 64,
+        reuse: bool = True) -> Answer:
+    """Answers `question` from the store `db` (over the whole document `doc_id` if given).
+    `doc_id` may be the content id or the document's partition key (`report.pdf-<doc_id>`).
+    `runtime` opens the model when called (None: extractive only, the model never loads).
+    Raises ValueError for an empty question, LookupError for a document not stored."""
+    if not question.strip():
+        raise ValueError("the question is empty")
+    if doc_id:
+        with contextlib.suppress(ValueError):  # a partition key as the UI shows it: its doc_id
+            doc_id = doc_id_of_partition(doc_id)
+        evidence = document_evidence(db, doc_id)
+    else:
+        from h3.resources.recall import recall
+
+        recalled = recall(db, [question], k=k)[0]
+        evidence = recalled["hits"]
+        reason = refusal_reason(recalled)
+        if reason:
+            return Answer(question, "", refused=True, reason=reason, evidence=evidence)
+    quotes = extract(question, evidence)
+    if not quotes:
+        return Answer(question, "", refused=True, reason=NO_WORDS,
+                      evidence=evidence[:k] if doc_id else evidence)
+    shown = _quoted_hits(evidence, quotes, k) if doc_id else evidence
+    answer = Answer(question, quotes[0]["text"], quotes=quotes, evidence=shown)
+    if runtime is not None:
+        _generate(answer, runtime(), db, doc_id, evidence, max_new_tokens, reuse)
+    return answer
+
+
+def _quoted_hits(evidence: list[dict], quotes: list[dict], k: int) -> list[dict]:
+    """The chunks of a whole document the quotes came from (what `--doc` lists as evidence)."""
+    pages = {(q["doc_id"], q["page"]) for q in quotes}
+    return [h for h in evidence if (h["doc_id"], h["page"]) in pages][:k]
+
+
+def _generate(answer: Answer, runtime: ReuseRuntime, db: DocumentStore, doc_id: str | None,
+              evidence: list[dict], max_new_tokens: int, reuse: bool) -> None:
+    """Runs the model over the evidence; keeps its text only if grounded; fills the stats."""
+    doc_kv: dict = {}
+    if doc_id:
+        chunks = runtime.fit_chunks(document_chunks(db, doc_id))
+        given = [c.text for c in chunks]
+        if reuse and runtime.store.find(doc_id, runtime.model_key) is None:
+            # computed here, stored, then read back below: the stats say so instead of
+            # counting it as KV that was waiting in the cold tier
+            t0 = time.perf_counter()
+            index, _ = runtime.precompute(doc_id, chunks)
+            doc_kv = {"doc_kv": "computed_and_stored", "doc_kv_computed_tokens": index.tokens,
+                      "doc_kv_compute_s": round(time.perf_counter() - t0, 3)}
+        elif reuse:
+            doc_kv = {"doc_kv": "stored"}
+        segments = runtime.document_segments(doc_id, chunks, answer.question)
+    else:
+        given = [h["text"] for h in evidence]
+        pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in evidence]
+        segments = runtime.evidence_segments(pieces, answer.question)
+    generated = runtime.answer(segments, max_new_tokens, reuse=reuse,
+                               no_repeat_ngram=NO_REPEAT_NGRAM)
+    verdict = check(generated.text, given, answer.question)
+    answer.generated = generated.text if verdict.grounded else None
+    answer.grounding = {"checked": True, "model_text": generated.text, **verdict.to_json()}
+    answer.stats = {**generated.stats, **doc_kv}

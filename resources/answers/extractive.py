@@ -1,0 +1,188 @@
+"""The extractive answer: the sentences and table rows of the recalled evidence that answer the
+question, quoted verbatim with their file, page and box.
+
+Each hit is cut into candidates: prose into sentences (a period inside a number or an
+abbreviation does not end one, so "$1,577.0 million" stays whole), a table into its body rows,
+each row read with its column headers ("Purchases of equipment: 2023 (1,577); 2022 (1,373)").
+A candidate scores by the question's content words it holds, each weighted by how rare it is
+among the candidates (a word every sentence has decides nothing), plus a little for holding a
+figure when the question asks for one, for naming a year the question names, and - for a table
+row - for a line item that reports the metric the question names in other words (a question
+about "capital expenditure" and the row "Purchases of property and equipment": METRIC_NAMES,
+the usual names of financial-statement line items). A table row also matches the words of its
+table's title. The hit's own recall rank breaks near ties.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from h3.resources.recall.text import stems
+
+MAX_QUOTES = 3
+KEEP_SHARE = 0.5  # quotes after the best must score at least this share of the best's score
+MAX_QUOTE_CHARS = 400  # a longer sentence is cut around its matching words ("…" marks the cut)
+FIGURE_BONUS = 0.15  # of the question's total word weight: a figure where one is asked for
+YEAR_BONUS = 0.10  # a year the question names
+RANK_BONUS = 0.05  # the first recalled hit; later ones less, linearly
+LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in other words
+
+# The names financial statements give one metric (US GAAP and IFRS wording): a question uses one,
+# the row that reports it another. Lower case; a name matches at word starts.
+METRIC_NAMES: tuple[tuple[str, ...], ...] = (
+    ("capital expenditure", "capex", "purchases of property", "additions to property",
+     "payments for property", "purchase of property", "capital spending"),
+    ("revenue", "net sales", "total sales", "turnover"),
+    ("net income", "net earnings", "net profit", "profit for the year"),
+    ("cost of goods sold", "cost of sales", "cost of revenue", "cogs"),
+    ("operating income", "operating profit", "income from operations"),
+    ("pp&e", "property, plant and equipment", "property and equipment", "fixed assets"),
+    ("dividends", "dividends paid", "cash dividends"),
+    ("share repurchases", "repurchases of common stock", "purchases of treasury stock",
+     "buybacks"),
+    ("operating cash flow", "cash provided by operating activities",
+     "cash from operating activities", "cash generated from operations"),
+    ("inventory", "inventories"),
+    ("accounts receivable", "trade receivables", "receivables"),
+    ("accounts payable", "trade payables"),
+    ("shareholders' equity", "stockholders' equity", "total equity"),
+    ("depreciation and amortization", "d&a"),
+)
+_METRICS = [re.compile("|".join(r"(?<![a-z])" + re.escape(n) for n in group))
+            for group in METRIC_NAMES]
+
+# A sentence ends at . ! ? followed by space and a capital, digit, quote or bracket; a line
+# break ends one too (headings, list items).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[$])|\n+")
+_FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")  # FY2018 too
+# what asks for a figure: "how much/many", a unit, a ratio, a change (English, not one corpus's)
+_ASKS_FIGURE = re.compile(
+    r"\bhow (?:much|many)\b|\b(?:amount|total|number|ratio|margin|rate|percent(?:age)?|share|"
+    r"growth|change|increase|decrease|average|million|billion|thousand|value|cost|price)s?\b|%|\$",
+    re.I)
+
+
+@dataclass(slots=True)
+class Candidate:
+    text: str  # what is quoted
+    hit: dict
+    rank: int  # the hit's position in the recalled list
+    kind: str  # "sentence" | "table_row"
+    context: str = ""  # a table row's title lines: matched, not quoted
+
+
+def table_title(text: str) -> str:
+    """The lines of a table chunk above its grid (title, section)."""
+    return " ".join(ln.strip() for ln in text.splitlines() if ln.strip() and
+                    not ln.strip().startswith("|"))
+
+
+def table_rows(text: str) -> list[str] | None:
+    """A markdown table chunk's body rows read with their headers, or None for prose. The lines
+    above the table (its title, the section) are not rows; the |---| line and the header are
+    folded into each row."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    grid = [ln for ln in lines if ln.startswith("|")]
+    if len(grid) < 3 or not any(set(ln) <= set("|-: ") for ln in grid):
+        return None
+    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in grid]
+    rule = next(i for i, ln in enumerate(grid) if set(ln) <= set("|-: "))
+    header = [" ".join(col) for col in zip(*cells[:rule], strict=False)] if rule else []
+    rows = []
+    for row in cells[rule + 1:]:
+        label, values = row[0], row[1:]
+        if not any(values):
+            continue
+        heads = header[1:] if header else [""] * len(values)
+        parts = [f"{h} {v}".strip() for h, v in zip(heads, values, strict=False) if v]
+        rows.append(f"{label}: " + "; ".join(parts) if label else "; ".join(parts))
+    return rows
+
+
+def sentences(text: str) -> list[str]:
+    """Prose cut into sentences (numbers kept whole), blanks dropped."""
+    flat = re.sub(r"[ \t]+", " ", text)
+    return [s.strip() for s in _SENTENCE_END.split(flat) if len(s.strip()) > 3]
+
+
+def candidates(hits: list[dict]) -> list[Candidate]:
+    out = []
+    for rank, hit in enumerate(hits):
+        text = hit.get("text") or ""
+        rows = table_rows(text)
+        if rows is not None:
+            title = table_title(text)
+            out.extend(Candidate(r, hit, rank, "table_row", title) for r in rows)
+        else:
+            out.extend(Candidate(s, hit, rank, "sentence") for s in sentences(text))
+    return out
+
+
+def _cut(text: str, wanted: set[str]) -> str:
+    """A long sentence cut to MAX_QUOTE_CHARS around its first matching word."""
+    if len(text) <= MAX_QUOTE_CHARS:
+        return text
+    first = next((m.start() for m in re.finditer(r"\w+", text) if stems(m.group(0)) & wanted), 0)
+    a = max(0, first - MAX_QUOTE_CHARS // 3)
+    b = min(len(text), a + MAX_QUOTE_CHARS)
+    return ("…" if a else "") + text[a:b].strip() + ("…" if b < len(text) else "")
+
+
+def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, Candidate]]:
+    """(score, candidate), best first; 0 for a candidate sharing no content word."""
+    wanted = stems(question)
+    if not pool or not wanted:
+        return []
+    have = [stems(c.text) | stems(c.context) for c in pool]
+    df = {t: sum(t in h for h in have) for t in wanted}
+    idf = {t: math.log(1 + len(pool) / (1 + n)) for t, n in df.items()}
+    total = sum(idf.values())  # words no candidate has weigh most: a share of 1 holds them all
+    years = set(_YEAR.findall(question))
+    asks_figure = bool(_ASKS_FIGURE.search(question))
+    metrics = [m for m in _METRICS if m.search(question.lower())]
+    last = max(c.rank for c in pool) or 1
+    scored = []
+    for cand, h in zip(pool, have, strict=True):
+        words = sum(idf[t] for t in wanted & h) / total
+        label = cand.text.split(":", 1)[0] if cand.kind == "table_row" else ""
+        line_item = bool(label) and any(m.search(label.lower()) for m in metrics)
+        if words == 0.0 and not line_item:
+            scored.append((0.0, cand))
+            continue
+        figures = [f for f in _FIGURE.findall(cand.text) if not _YEAR.fullmatch(f)]
+        bonus = FIGURE_BONUS * (asks_figure and bool(figures))
+        bonus += YEAR_BONUS * bool(years & set(_YEAR.findall(cand.text)))
+        bonus += RANK_BONUS * (1 - cand.rank / last)
+        bonus += LINE_ITEM_BONUS * line_item
+        scored.append((words + bonus, cand))
+    scored.sort(key=lambda sc: (-sc[0], sc[1].rank))
+    return scored
+
+
+def quote(cand: Candidate, wanted: set[str]) -> dict:
+    hit = cand.hit
+    return {"text": _cut(cand.text, wanted), "doc_id": hit.get("doc_id"),
+            "source": hit.get("source"), "page": int(hit.get("page") or 0),
+            "bbox": list(hit.get("bbox") or []), "kind": cand.kind}
+
+
+def extract(question: str, hits: list[dict], max_quotes: int = MAX_QUOTES) -> list[dict]:
+    """The quotes that answer `question` best, best first (empty: nothing shares a word)."""
+    scored = [sc for sc in score_candidates(question, candidates(hits)) if sc[0] > 0]
+    if not scored:
+        return []
+    best = scored[0][0]
+    wanted = stems(question)
+    quotes: list[dict] = []
+    seen: set[str] = set()
+    for score, cand in scored:
+        if score < KEEP_SHARE * best or len(quotes) == max_quotes:
+            break
+        if cand.text in seen:  # the same row in two overlapping chunks
+            continue
+        seen.add(cand.text)
+        quotes.append(quote(cand, wanted))
+    return quotes

@@ -1,0 +1,78 @@
+"""The check a generated answer must pass before a user sees it: every figure and every name it
+states appears in the evidence it was given.
+
+A 135M-parameter model writes fluent text that often misstates figures or swaps people; nothing
+it writes is presented as a fact unless the evidence holds it. Figures compare by value as
+written (commas, currency signs, trailing zeros and a sign or brackets ignored: "$1,577.00" is
+"1577"); a figure the model computed (a ratio, a sum) is not in the evidence, so it fails, and
+the quoted inputs stand instead. Names are capitalised words that do not open a sentence; each
+must occur, case aside, in the evidence or the question (the question's own names are the
+user's words, not a claim).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_NUMBER = re.compile(r"(?<![\w.])\(?[-+]?[$€£]?\d[\d,]*(?:\.\d+)?\)?%?")
+_LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
+_WORD = re.compile(r"[A-Za-z][A-Za-z&'-]*")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+
+
+def figure_value(text: str) -> str | None:
+    """'$1,577.00' -> '1577', '(2.50)%' -> '2.5', '2023' -> '2023'; None for no digits."""
+    digits = re.sub(r"[^\d.]", "", text).strip(".")
+    if not digits or not any(c.isdigit() for c in digits):
+        return None
+    if "." in digits:
+        whole, _, frac = digits.partition(".")
+        frac = frac.rstrip("0")
+        digits = f"{whole}.{frac}" if frac else whole
+    return digits.lstrip("0") or "0"
+
+
+def figures(text: str) -> list[str]:
+    """The figures a text states (list markers like '1.' at a line's start are not figures)."""
+    text = _LIST_MARKER.sub(" ", text)
+    out = []
+    for m in _NUMBER.finditer(text):
+        value = figure_value(m.group(0))
+        if value is not None:
+            out.append(value)
+    return out
+
+
+def names(text: str) -> list[str]:
+    """Capitalised words that do not open a sentence: the names a text states."""
+    out = []
+    for m in _WORD.finditer(text):
+        word = m.group(0)
+        if word[0].isupper() and not _SENTENCE_START.search(text[:m.start()]):
+            out.append(word)
+    return out
+
+
+@dataclass(slots=True)
+class Grounding:
+    grounded: bool
+    unsupported_figures: list[str] = field(default_factory=list)
+    unsupported_names: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {"grounded": self.grounded, "unsupported_figures": self.unsupported_figures,
+                "unsupported_names": self.unsupported_names}
+
+
+def check(generated: str, evidence_texts: list[str], question: str = "") -> Grounding:
+    """Whether every figure and name of `generated` appears in the evidence (names: or in the
+    question). An empty text is not grounded (it says nothing)."""
+    if not generated.strip():
+        return Grounding(False)
+    evidence = "\n".join(evidence_texts)
+    known_figures = set(figures(evidence))
+    known_words = {w.lower() for w in _WORD.findall(evidence + "\n" + question)}
+    bad_figures = list(dict.fromkeys(f for f in figures(generated) if f not in known_figures))
+    bad_names = list(dict.fromkeys(n for n in names(generated) if n.lower() not in known_words))
+    return Grounding(not bad_figures and not bad_names, bad_figures, bad_names)

@@ -1,0 +1,93 @@
+"""Grounded answers, piece by piece: the extractive quotes and the check of the model's text."""
+
+from __future__ import annotations
+
+import torch
+
+from h3.resources.answers.extractive import extract, sentences, table_rows
+from h3.resources.answers.grounding import check, figure_value, figures, names
+from h3_runtime.decode import greedy_decode
+
+CASH_FLOWS = """CONSOLIDATED STATEMENT OF CASH FLOWS
+| (Millions) | 2023 | 2022 | 2021 |
+|---|---|---|---|
+| Net income | 5,363 | 4,869 | 5,058 |
+| Purchases of property, plant and equipment | (1,577) | (1,373) | (1,420) |
+| Dividends paid | (3,193) | (2,803) | (2,678) |"""
+PROSE = ("Capital spending was higher in 2023. The company invested $1.6 billion in new plants. "
+         "Revenue grew 3.5% to $32.8 billion, led by the Northwind segment.")
+
+
+def hit(text: str, page: int, score: float = 0.8) -> dict:
+    return {"doc_id": "d1", "source": "/in/acme-2023.pdf", "page": page, "bbox": [1, 2, 3, 4],
+            "text": text, "score": score, "kind": "text", "via": "text"}
+
+
+def test_a_table_row_is_read_with_its_column_headers():
+    rows = table_rows(CASH_FLOWS)
+    assert rows[1] == ("Purchases of property, plant and equipment: 2023 (1,577); 2022 (1,373); "
+                       "2021 (1,420)")
+    assert table_rows(PROSE) is None
+
+
+def test_sentences_keep_figures_whole():
+    assert sentences(PROSE) == ["Capital spending was higher in 2023.",
+                                "The company invested $1.6 billion in new plants.",
+                                "Revenue grew 3.5% to $32.8 billion, led by the Northwind segment."]
+
+
+def test_a_metric_question_quotes_the_statement_row_that_reports_it():
+    quotes = extract("What was the FY2023 capital expenditure (in USD millions)?",
+                     [hit(PROSE, 61, 0.9), hit(CASH_FLOWS, 60)])
+    assert quotes[0]["text"].startswith("Purchases of property, plant and equipment: 2023 (1,577)")
+    assert quotes[0]["page"] == 60 and quotes[0]["kind"] == "table_row"
+    assert quotes[0]["bbox"] == [1, 2, 3, 4] and quotes[0]["source"] == "/in/acme-2023.pdf"
+
+
+def test_a_prose_question_quotes_the_sentence_that_answers_it():
+    quotes = extract("How much did revenue grow?", [hit(CASH_FLOWS, 60), hit(PROSE, 61)])
+    assert quotes[0]["text"] == "Revenue grew 3.5% to $32.8 billion, led by the Northwind segment."
+
+
+def test_no_shared_word_no_quote():
+    assert extract("Who painted the ceiling?", [hit(PROSE, 61)]) == []
+
+
+def test_figures_compare_by_value_as_written():
+    assert figure_value("$1,577.00") == "1577" and figure_value("(2.50)%") == "2.5"
+    assert figures("1. Revenue of $1,577.00\n2. A margin of 36.8%") == ["1577", "36.8"]
+    assert names("The CEO is Jane Doe. Revenue rose.") == ["CEO", "Jane", "Doe"]
+
+
+def test_the_check_passes_only_what_the_evidence_holds():
+    assert check("Capital expenditure was $1,577 million in 2023.", [CASH_FLOWS]).grounded
+    wrong = check("Capital expenditure was $1.58 billion, says Jane Doe.", [CASH_FLOWS])
+    assert not wrong.grounded
+    assert wrong.unsupported_figures == ["1.58"] and wrong.unsupported_names == ["Jane", "Doe"]
+    # a name the user asked about is not a claim of the model's
+    assert check("Acme paid dividends of 3,193.", [CASH_FLOWS], "What did Acme pay?").grounded
+    assert not check("", [CASH_FLOWS]).grounded
+
+
+class _Looping:
+    """A 'model' whose logits always favour token (last + 1) % 3: greedy output loops 0 1 2 0 1 2."""
+
+    def __call__(self, input_ids, cache=None, use_cache=True):
+        logits = torch.zeros(1, 1, 5)
+        logits[0, 0, (int(input_ids[0, -1]) + 1) % 3] = 1.0
+        logits[0, 0, 3] = 0.5  # the runner-up a loop guard falls back on
+        return type("Out", (), {"logits": logits})()
+
+
+class _NoCache:
+    def note_tokens(self, ids):
+        pass
+
+
+def test_decoding_cannot_repeat_an_ngram_when_asked_not_to():
+    first = torch.tensor([1.0, 0.0, 0.0, 0.5, 0.0])
+    plain = greedy_decode(_Looping(), _NoCache(), first, 9)
+    assert plain == [0, 1, 2, 0, 1, 2, 0, 1, 2]
+    guarded = greedy_decode(_Looping(), _NoCache(), first, 9, no_repeat_ngram=3)
+    trigrams = [tuple(guarded[i:i + 3]) for i in range(len(guarded) - 2)]
+    assert len(trigrams) == len(set(trigrams)) and guarded[:3] == [0, 1, 2]
