@@ -18,6 +18,7 @@ from typing import Any
 from dagster import AssetExecutionContext, MetadataValue
 
 from h3.ontology.ids import doc_id_of_partition
+from h3.ontology.records import Record
 
 Payload = dict[str, Any]
 
@@ -62,11 +63,15 @@ def document_done(context, doc_ids: list[str], index: int, payload: Payload,
             context.log.warning(f"document progress listener failed: {exc!r}")
 
 
-def per_document(context: AssetExecutionContext, fn: Callable[..., Payload],
-                 *upstreams: dict[str, Payload]) -> dict[str, Payload]:
+def per_document(context: AssetExecutionContext, fn: Callable[..., Payload | Record],
+                 *upstreams: dict[str, Payload],
+                 reads: tuple[type, ...] = ()) -> dict[str, Payload]:
     """Calls `fn(doc_id, *upstream_payloads)` for each partition of the run; returns the payloads.
 
-    Never raises for one document: its failure (or an upstream one) becomes a failed payload."""
+    `reads`: the record type (ontology/records.py) of each upstream, if any: `fn` gets its
+    payloads as records (`from_json`) and may return a record (`to_json`), so staged JSON is
+    read and written here only. Never raises for one document: its failure (or an upstream
+    one) becomes a failed payload."""
     stage = context.assets_def.key.to_user_string()
     results: dict[str, Payload] = {}
     doc_ids = [doc_id_of_partition(k) for k in context.partition_keys]
@@ -80,7 +85,11 @@ def per_document(context: AssetExecutionContext, fn: Callable[..., Payload],
             continue
         t0, cpu0 = time.perf_counter(), time.process_time()
         try:
-            payload = fn(doc_id, *inputs)
+            args = ([cls.from_json(p) for cls, p in zip(reads, inputs, strict=True)] if reads
+                    else inputs)
+            payload = fn(doc_id, *args)
+            if not isinstance(payload, dict):
+                payload = payload.to_json()
         except Exception as exc:  # one bad document must not stop the others in this run
             source = next((p.get("source") for p in inputs if p.get("source")), doc_id)
             reason = str(exc) if isinstance(exc, DocumentError) else (

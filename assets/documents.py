@@ -11,7 +11,6 @@ from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from h3.assets._batch import (
     DocumentError,
-    Payload,
     per_document,
     summary_metadata,
     tag_run_with_files,
@@ -20,6 +19,7 @@ from h3.assets._page_space import page_box
 from h3.assets._second_reader import read_pages, rebuild
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 from h3.ontology.ids import content_hash, doc_id_for_bytes
+from h3.ontology.records import DocumentRecord
 from h3.resources.nlp.issuer import PROFILE_PAGES, profile_open_document
 from h3.resources.settings import load_config
 from h3.resources.store import DocumentStoreResource
@@ -79,7 +79,7 @@ def check_bytes(data: bytes, name: str) -> list[str]:
     return warnings
 
 
-def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
+def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> DocumentRecord:
     """Checks one PDF and describes it; raises DocumentError naming the file and the cause."""
     name = str(path)
     try:
@@ -104,7 +104,7 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
             raise DocumentError(f"{name}: the PDF has no pages")
         text_pages: list[bool] = []
         garbled: list[int] = []
-        sizes: list[list[float]] = []
+        sizes: list[tuple[float, float]] = []
         first_lines: list[str] = []
         # the first pages' text the profile reads: issuer, form, period (issues 11 and 35)
         cover: list[str] = []
@@ -121,7 +121,7 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
             if index < PROFILE_PAGES:
                 cover.append(text if has_text else "")
             box = page_box(page)  # the space every stored bbox is in (unrotated)
-            sizes.append([round(box.width, 2), round(box.height, 2)])
+            sizes.append((round(box.width, 2), round(box.height, 2)))
             if not first_lines and has_text:
                 first_lines = [ln.strip() for ln in text.splitlines() if ln.strip()][:1]
         if garbled:
@@ -133,15 +133,15 @@ def inspect_pdf(path: Path, expected_doc_id: str | None = None) -> Payload:
                             "content may be incomplete")
         metadata = {k: v for k, v in (doc.metadata or {}).items() if v}
         title = (metadata.get("title") or (first_lines[0] if first_lines else path.stem))[:200]
-        return {
-            "status": "ok", "reason": None, "source": parsed, "pages": doc.page_count,
-            "title": title, "metadata": metadata, "content_hash": content_hash(data),
-            "bytes": len(data), "text_pages": text_pages, "page_sizes": sizes,
-            "repaired": bool(doc.is_repaired), "garbled_pages": garbled,
+        return DocumentRecord(
+            source=parsed, pages=doc.page_count, title=title, metadata=metadata,
+            content_hash=content_hash(data), bytes=len(data), text_pages=tuple(text_pages),
+            page_sizes=tuple(sizes), repaired=bool(doc.is_repaired),
+            garbled_pages=tuple(garbled), warnings=tuple(warnings),
             # (a first page without legible text is read by OCR for the profile)
-            "warnings": warnings, "profile": profile_open_document(
+            profile=profile_open_document(
                 doc, pages=cover, ocr=load_config().cold_storage.ocr_enabled).to_json(),
-        }
+        )
 
 
 def _second_reading(data: bytes, name: str, doc, doc_id: str | None,
@@ -187,7 +187,7 @@ def documents(context: AssetExecutionContext, store: DocumentStoreResource) -> d
 
     sources: dict[str, str | None] = {}
 
-    def one(doc_id: str) -> Payload:
+    def one(doc_id: str) -> DocumentRecord:
         row = db.get_document(doc_id)
         sources[doc_id] = (row or {}).get("source")
         if row is None or not row.get("source"):

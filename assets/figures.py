@@ -4,15 +4,25 @@ $H3_HOME/figures/<doc_id>/ with its caption (nearest caption block)."""
 
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._batch import per_document, summary_metadata
 from h3.assets._figure_boxes import figure_boxes
 from h3.assets._page_space import page_box, render_clip
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.records import (
+    DocumentRecord,
+    FigureRecord,
+    FiguresRecord,
+    LayoutBlock,
+    LayoutRecord,
+    PageLayout,
+    TablesRecord,
+)
 from h3_runtime.home import under_home
 
 CROP_DPI = 110
@@ -20,30 +30,28 @@ CAPTION_GAP = 60.0  # points between a figure and its caption
 CAPTION_START = re.compile(r"^\s*(fig(ure)?\.?|image|chart|photo)\s*\d*", re.IGNORECASE)
 
 
-def find_caption(box: list[float], blocks: list[dict]) -> str:
+def find_caption(box: list[float], blocks: tuple[LayoutBlock, ...]) -> str:
     """The caption block closest below (or else above) the figure, overlapping it horizontally."""
     best, best_gap = "", CAPTION_GAP
     for b in blocks:
-        text = b.get("text") or ""
-        if b["type"] != "caption" and not CAPTION_START.match(text):
+        text = b.text or ""
+        if b.type != "caption" and not CAPTION_START.match(text):
             continue
-        if min(box[2], b["x_2"]) <= max(box[0], b["x_1"]):
+        if min(box[2], b.x_2) <= max(box[0], b.x_1):
             continue
-        gap = b["y_1"] - box[3] if b["y_1"] >= box[3] - 2 else box[1] - b["y_2"]
+        gap = b.y_1 - box[3] if b.y_1 >= box[3] - 2 else box[1] - b.y_2
         if -2 <= gap < best_gap:
             best, best_gap = text, gap
     return " ".join(best.split())
 
 
-def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path,
-                 table_boxes: list[list[float]] | None = None) -> list[dict]:
+def page_figures(page: pymupdf.Page, page_layout: PageLayout, out_dir: Path,
+                 table_boxes: list[list[float]] | None = None) -> list[FigureRecord]:
     """Figures of one page: crops saved under `out_dir`; `table_boxes` (the tables stage's) keep
     table rulings from being taken for vector figures."""
-    blocks = page_layout["blocks"]["blocks"]
-    model = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
-             for b in page_layout["detections"]["blocks"] if b["type"] == "figure"]
-    text_boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]] for b in blocks]
-    boxes = figure_boxes(page, model, text_boxes, table_boxes or [])
+    blocks = page_layout.blocks
+    text_boxes = [list(b.bbox) for b in blocks]
+    boxes = figure_boxes(page, page_layout.boxes_of("figure"), text_boxes, table_boxes or [])
     found = []
     for i, (box, origin) in enumerate(boxes):
         rect = pymupdf.Rect(box) & page_box(page)
@@ -52,12 +60,12 @@ def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path,
         out_dir.mkdir(parents=True, exist_ok=True)
         path = out_dir / f"p{page.number + 1}-f{i}.png"
         page.get_pixmap(clip=render_clip(page, rect), dpi=CROP_DPI).save(str(path))
-        found.append({
-            "page": page.number + 1, "bbox": [round(v, 2) for v in rect],
-            "image_path": str(path), "caption": find_caption(box, blocks),
-            "origin": "layout-model" if origin == "layout-model" else "pymupdf",
-            "text": " ".join(page.get_text("text", clip=rect).split())[:1000],
-        })
+        found.append(FigureRecord(
+            page=page.number + 1, bbox=tuple(round(v, 2) for v in rect),
+            image_path=str(path), caption=find_caption(box, blocks),
+            origin="layout-model" if origin == "layout-model" else "pymupdf",
+            text=" ".join(page.get_text("text", clip=rect).split())[:1000],
+        ))
     return found
 
 
@@ -65,22 +73,23 @@ def page_figures(page: pymupdf.Page, page_layout: dict, out_dir: Path,
        backfill_policy=BackfillPolicy.single_run(),
        description="Figure crops (PNG under $H3_HOME/figures) with bbox and caption.")
 def figures(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict) -> dict:
-    def one(doc_id: str, doc: Payload, lay: Payload, tab: Payload) -> Payload:
+    def one(doc_id: str, doc: DocumentRecord, lay: LayoutRecord,
+            tab: TablesRecord) -> FiguresRecord:
         out_dir = under_home("figures", doc_id)
         table_boxes: dict[int, list] = {}
-        for t in tab.get("tables") or []:
-            table_boxes.setdefault(t["page"], []).append(t["bbox"])
-        with pymupdf.open(Path(doc["source"])) as pdf:
-            found = [f for p in lay["layout"]
-                     for f in page_figures(pdf[p["page"] - 1], p, out_dir,
-                                           table_boxes.get(p["page"], []))]
-        garbled = set(doc.get("garbled_pages") or [])
-        for f in found:  # the text inside a figure on an unreadable page is glyph garbage
-            if f["page"] in garbled:
-                f["text"] = ""
-        return {"source": doc["source"], "figures": found}
+        for t in tab.tables:
+            table_boxes.setdefault(t.page, []).append(list(t.bbox))
+        with pymupdf.open(Path(doc.source)) as pdf:
+            found = [f for p in lay.layout
+                     for f in page_figures(pdf[p.page - 1], p, out_dir,
+                                           table_boxes.get(p.page, []))]
+        garbled = set(doc.garbled_pages)
+        # the text inside a figure on an unreadable page is glyph garbage
+        found = [replace(f, text="") if f.page in garbled else f for f in found]
+        return FiguresRecord(source=doc.source, figures=tuple(found))
 
-    results = per_document(context, one, documents, layout, tables)
+    results = per_document(context, one, documents, layout, tables,
+                           reads=(DocumentRecord, LayoutRecord, TablesRecord))
     preview = [{"doc_id": k, "page": f["page"], "caption": f["caption"] or "(none)",
                 "png": Path(f["image_path"]).name}
                for k, v in results.items() for f in (v.get("figures") or [])]

@@ -14,9 +14,10 @@ import numpy as np
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import capped_dpi, clamp, from_pixels, page_box
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.records import DocumentRecord, LayoutBlock, LayoutRecord, PageLayout
 from h3.resources.models.layout import Detection, LayoutDetector, LayoutModelResource
 from h3.resources.text_lang import word_count
 
@@ -103,10 +104,9 @@ def detected_pages(pdf: pymupdf.Document, detector: LayoutDetector | None,
 
 
 def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
-                keep_text: bool = True, detected: list[Detection] | None = None) -> dict:
-    """One page -> {"page", "width", "height", "rotation", "blocks": Layout dict, "detections":
-    Layout dict, "images": [bbox]}; boxes in PDF points of the unrotated page, origin top-left,
-    cut to the page (assets/_page_space.py). `keep_text=False` (an unreadable text layer, see
+                keep_text: bool = True, detected: list[Detection] | None = None) -> PageLayout:
+    """One page's typed blocks, the model's boxes and large images; boxes in PDF points of the
+    unrotated page, origin top-left, cut to the page (assets/_page_space.py). `keep_text=False` (an unreadable text layer, see
     documents.unreadable) keeps no text blocks: OCR reads that page instead. `detected`: the
     model's boxes for this page found already (`detected_pages`), else `detector` (if any) is
     run here."""
@@ -149,10 +149,15 @@ def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
     area = width * height
     images = [clamp(page, b["bbox"]) for b in raw if b.get("type") == 1
               and (b["bbox"][2] - b["bbox"][0]) * (b["bbox"][3] - b["bbox"][1]) >= MIN_IMAGE_AREA * area]
-    return {"page": page.number + 1, "width": round(width, 2), "height": round(height, 2),
-            "rotation": page.rotation, "blocks": lp.Layout(blocks).to_dict(),
-            "detections": lp.Layout(dets).to_dict(), "images": images,
-            "model": detector is not None or detected is not None}
+    # through layoutparser's to_dict: the staged blocks are its TextBlock dicts
+    return PageLayout(page=page.number + 1, width=round(width, 2), height=round(height, 2),
+                      rotation=page.rotation, blocks=_blocks(lp.Layout(blocks)),
+                      detections=_blocks(lp.Layout(dets)), images=tuple(map(tuple, images)),
+                      model=detector is not None or detected is not None)
+
+
+def _blocks(layout: lp.Layout) -> tuple[LayoutBlock, ...]:
+    return tuple(LayoutBlock.from_json(b) for b in layout.to_dict()["blocks"])
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "onnx"}, io_manager_key="staging_io",
@@ -163,16 +168,16 @@ def layout(context: AssetExecutionContext, documents: dict,
            layout_model: LayoutModelResource) -> dict:
     detector = layout_model.get_detector()
 
-    def one(doc_id: str, doc: Payload) -> Payload:
-        garbled = set(doc.get("garbled_pages") or [])
-        with pymupdf.open(Path(doc["source"])) as pdf:
+    def one(doc_id: str, doc: DocumentRecord) -> LayoutRecord:
+        garbled = set(doc.garbled_pages)
+        with pymupdf.open(Path(doc.source)) as pdf:
             pages = [page_layout(page, None, layout_model.dpi,
                                  keep_text=page.number + 1 not in garbled, detected=found)
                      for page, found in detected_pages(pdf, detector, layout_model.wants,
                                                        layout_model.dpi, layout_model.workers)]
-        return {"source": doc["source"], "pages": len(pages), "layout": pages}
+        return LayoutRecord(source=doc.source, pages=len(pages), layout=tuple(pages))
 
-    results = per_document(context, one, documents)
+    results = per_document(context, one, documents, reads=(DocumentRecord,))
     kinds: dict[str, int] = {}
     for payload in results.values():
         for page in payload.get("layout") or []:

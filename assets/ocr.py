@@ -8,17 +8,18 @@ import numpy as np
 import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
-from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import capped_dpi, clamp, from_pixels
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.records import DocumentRecord, OcrPage, OcrParagraph, OcrRecord
 from h3.resources.models.ocr import OcrResource, TesseractOcr
 
 MIN_CONFIDENCE = 30.0  # tesseract word confidence (0-100) below which a paragraph is noise
 
 
-def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[dict]:
-    """Paragraphs of one page: {"bbox" (PDF points of the unrotated page, like every stored box),
-    "text", "score"}. The page is read as displayed (rotated by its /Rotate)."""
+def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[OcrParagraph]:
+    """Paragraphs of one page, boxes in PDF points of the unrotated page like every stored box.
+    The page is read as displayed (rotated by its /Rotate)."""
     dpi = capped_dpi(page, dpi)
     pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csRGB, alpha=False)
     image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, 3)  # (H, W, 3)
@@ -28,8 +29,9 @@ def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[dict]:
         score = float(block.score) if block.score is not None else 0.0
         if not text or score < MIN_CONFIDENCE:
             continue
-        paragraphs.append({"bbox": clamp(page, from_pixels(page, block.coordinates, dpi)),
-                           "text": text, "score": round(score, 1)})
+        paragraphs.append(OcrParagraph(
+            bbox=tuple(clamp(page, from_pixels(page, block.coordinates, dpi))), text=text,
+            score=round(score, 1)))
     return paragraphs
 
 
@@ -40,28 +42,28 @@ def ocr(context: AssetExecutionContext, documents: dict, ocr_engine: OcrResource
     enabled = ocr_engine.is_enabled()
     engine = ocr_engine.get_ocr() if enabled else None
 
-    def one(doc_id: str, doc: Payload) -> Payload:
-        scanned = [i + 1 for i, has_text in enumerate(doc["text_pages"]) if not has_text]
-        garbled = set(doc.get("garbled_pages") or [])
+    def one(doc_id: str, doc: DocumentRecord) -> OcrRecord:
+        scanned = [i + 1 for i, has_text in enumerate(doc.text_pages) if not has_text]
+        garbled = set(doc.garbled_pages)
         if not scanned or engine is None:
-            return {"source": doc["source"], "ocr_pages": [], "skipped_pages": scanned}
-        pages, errors = [], []
-        with pymupdf.open(Path(doc["source"])) as pdf:
+            return OcrRecord(source=doc.source, skipped_pages=tuple(scanned))
+        pages: list[OcrPage] = []
+        errors: list[str] = []
+        with pymupdf.open(Path(doc.source)) as pdf:
             for n in scanned:
                 page = pdf[n - 1]
                 if n not in garbled and not page.get_images() and not page.get_cdrawings():
                     continue  # a blank page: nothing to read
                 try:
-                    pages.append({"page": n, "paragraphs": ocr_page(page, engine,
-                                                                    ocr_engine.dpi),
-                                  "languages": engine.last_languages})  # "auto" picks per page
+                    pages.append(OcrPage(page=n, paragraphs=tuple(ocr_page(page, engine,
+                                                                           ocr_engine.dpi)),
+                                         languages=engine.last_languages))  # "auto": per page
                 except Exception as exc:  # one unreadable page must not lose the document
-                    errors.append(f"page {n} of {doc['source']}: OCR failed: {exc}")
+                    errors.append(f"page {n} of {doc.source}: OCR failed: {exc}")
                     context.log.warning(errors[-1])
-        return {"source": doc["source"], "ocr_pages": pages, "skipped_pages": [],
-                "errors": errors}
+        return OcrRecord(source=doc.source, ocr_pages=tuple(pages), errors=tuple(errors))
 
-    results = per_document(context, one, documents)
+    results = per_document(context, one, documents, reads=(DocumentRecord,))
     meta = summary_metadata(results, "ocr_pages", [
         {"doc_id": k, "page": p["page"], "paragraphs": len(p["paragraphs"]),
          "first": p["paragraphs"][0]["text"] if p["paragraphs"] else ""}

@@ -10,9 +10,10 @@ import pymupdf
 from dagster import AssetExecutionContext, BackfillPolicy, asset
 
 from h3.assets._aligned_tables import aligned_tables
-from h3.assets._batch import Payload, per_document, summary_metadata
+from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import page_box
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.ontology.records import DocumentRecord, LayoutRecord, TableRecord, TablesRecord
 
 MIN_DRAWINGS = 4  # a ruled table needs some vector lines on the page
 
@@ -48,12 +49,12 @@ def _overlaps(a: list[float], b: list[float], share: float = 0.5) -> bool:
 
 def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
                 model_ran: bool = False,
-                figure_boxes: list[list[float]] | None = None) -> list[dict]:
-    """Tables on one page: {"page", "bbox", "rows", "markdown", "origin"}. The grid search
+                figure_boxes: list[list[float]] | None = None) -> list[TableRecord]:
+    """Tables on one page. The grid search
     (~0.1 s a page) runs where the layout model saw a table, or, on pages the model did not
     look at, where there are enough vector lines to draw one; the word-alignment search (a few
     ms) runs inside the model's `figure_boxes`."""
-    found: list[dict] = []
+    found: list[TableRecord] = []
     search: pymupdf.Rect | None = None
     if model_boxes:  # only look where the model saw tables: find_tables is slow on busy pages
         search = pymupdf.Rect(model_boxes[0])
@@ -74,12 +75,9 @@ def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
             rows = [r for r in rows if any(r)]
             if len(rows) < 2:
                 continue
-            found.append({"page": page.number + 1,
-                          "bbox": [round(v, 2) for v in pymupdf.Rect(table.bbox) * back],
-                          "rows": rows, "markdown": rows_to_markdown(rows),
-                          "origin": "find_tables"})
+            found.append(_table(page, pymupdf.Rect(table.bbox) * back, rows, "find_tables"))
     for box in model_boxes:  # unruled tables: one row per text line, cells split on big gaps
-        if any(_overlaps(box, t["bbox"]) for t in found):
+        if any(_overlaps(box, t.bbox) for t in found):
             continue
         words = page.get_text("words", clip=pymupdf.Rect(box))
         lines: dict[tuple, list] = {}
@@ -98,40 +96,37 @@ def page_tables(page: pymupdf.Page, model_boxes: list[list[float]],
             cells.append(" ".join(current))
             rows.append(cells)
         if rows:
-            found.append({"page": page.number + 1, "bbox": [round(v, 2) for v in box],
-                          "rows": rows, "markdown": rows_to_markdown(rows),
-                          "origin": "layout-model"})
+            found.append(_table(page, box, rows, "layout-model"))
     for box in figure_boxes or []:  # tables the model took for pictures
         for table in aligned_tables(page, box):
-            if not any(_overlaps(table["bbox"], t["bbox"]) for t in found):
-                found.append({"page": page.number + 1,
-                              "bbox": [round(v, 2) for v in table["bbox"]],
-                              "rows": table["rows"], "markdown": rows_to_markdown(table["rows"]),
-                              "origin": "text-alignment"})
+            if not any(_overlaps(table["bbox"], t.bbox) for t in found):
+                found.append(_table(page, table["bbox"], table["rows"], "text-alignment"))
     return found
+
+
+def _table(page: pymupdf.Page, bbox, rows: list[list[str]], origin: str) -> TableRecord:
+    return TableRecord(page=page.number + 1, bbox=tuple(round(v, 2) for v in bbox),
+                       rows=tuple(map(tuple, rows)), markdown=rows_to_markdown(rows),
+                       origin=origin)
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
        backfill_policy=BackfillPolicy.single_run(),
        description="Tables with their cell text (markdown) and bbox, per page.")
 def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:
-    def one(doc_id: str, doc: Payload, lay: Payload) -> Payload:
-        out: list[dict] = []
-        garbled = set(doc.get("garbled_pages") or [])  # cells would be glyph garbage
-        with pymupdf.open(Path(doc["source"])) as pdf:
-            for page_layout in lay["layout"]:
-                if page_layout["page"] in garbled:
+    def one(doc_id: str, doc: DocumentRecord, lay: LayoutRecord) -> TablesRecord:
+        out: list[TableRecord] = []
+        garbled = set(doc.garbled_pages)  # cells would be glyph garbage
+        with pymupdf.open(Path(doc.source)) as pdf:
+            for page_layout in lay.layout:
+                if page_layout.page in garbled:
                     continue
-                detections = page_layout["detections"]["blocks"]
-                boxes = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
-                         for b in detections if b["type"] == "table"]
-                pictures = [[b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
-                            for b in detections if b["type"] == "figure"]
-                out += page_tables(pdf[page_layout["page"] - 1], boxes,
-                                   page_layout.get("model", False), pictures)
-        return {"source": doc["source"], "tables": out}
+                out += page_tables(pdf[page_layout.page - 1], page_layout.boxes_of("table"),
+                                   page_layout.model, page_layout.boxes_of("figure"))
+        return TablesRecord(source=doc.source, tables=tuple(out))
 
-    results = per_document(context, one, documents, layout)
+    results = per_document(context, one, documents, layout,
+                           reads=(DocumentRecord, LayoutRecord))
     preview = [{"doc_id": k, "page": t["page"], "origin": t["origin"], "rows": len(t["rows"]),
                 "first row": " / ".join(t["rows"][0])}
                for k, v in results.items() for t in (v.get("tables") or [])]

@@ -48,8 +48,8 @@ def test_tables_stage_looks_inside_model_figures_only():
     page = _page()
     figure = [420, 40, 830, 560]  # the layout model called the right half a picture
     found = page_tables(page, [], model_ran=True, figure_boxes=[figure])
-    assert [t["origin"] for t in found] == ["text-alignment"]
-    assert "| Children | 31 | 9 |" in found[0]["markdown"]
+    assert [t.origin for t in found] == ["text-alignment"]
+    assert "| Children | 31 | 9 |" in found[0].markdown
     assert page_tables(page, [], model_ran=True) == []  # no figure box: no search
 
 

@@ -23,8 +23,8 @@ def test_bad_input_is_refused_with_reason(tmp_path, kind):
 
 def test_good_pdf_is_described():
     info = inspect_pdf(SAMPLE_CORPUS / "field_notes_scan.pdf")
-    assert info["pages"] == 2 and info["text_pages"] == [True, False]
-    assert len(info["content_hash"]) == 64
+    assert info.pages == 2 and info.text_pages == (True, False)
+    assert len(info.content_hash) == 64
 
 
 def test_a_file_cut_inside_its_cross_reference_table_is_read_with_a_warning(tmp_path):
@@ -43,8 +43,8 @@ def test_a_file_cut_inside_its_cross_reference_table_is_read_with_a_warning(tmp_
     cut.write_bytes(data[:data.rfind(b"\nxref") + 40])  # inside the table's entries
     assert cut_in_xref_table(cut.read_bytes())
     info = inspect_pdf(cut)
-    assert info["pages"] == pages
-    assert any("cross-reference table" in w for w in info["warnings"])
+    assert info.pages == pages
+    assert any("cross-reference table" in w for w in info.warnings)
     half = tmp_path / "half.pdf"
     half.write_bytes(data[: len(data) // 2])  # cut inside the content: still refused
     with pytest.raises(DocumentError, match="truncated"):

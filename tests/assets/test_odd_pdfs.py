@@ -82,22 +82,22 @@ def test_unreadable_tells_glyph_garbage_from_text(text, garbage):
 def test_unreadable_text_layer_is_treated_as_scanned_and_ocr_reads_it(tmp_path):
     path = garbled_pdf(tmp_path / "garbled.pdf")
     info = inspect_pdf(path)
-    assert info["text_pages"] == [False] and info["garbled_pages"] == [1]
-    assert any(str(path) in w and "unreadable text layer" in w for w in info["warnings"])
+    assert info.text_pages == (False,) and info.garbled_pages == (1,)
+    assert any(str(path) in w and "unreadable text layer" in w for w in info.warnings)
     with pymupdf.open(path) as doc:
-        assert page_layout(doc[0], None, 72)["blocks"]["blocks"]  # garbage is there...
-        assert page_layout(doc[0], None, 72, keep_text=False)["blocks"]["blocks"] == []
+        assert page_layout(doc[0], None, 72).blocks  # garbage is there...
+        assert page_layout(doc[0], None, 72, keep_text=False).blocks == ()
         paragraphs = ocr_page(doc[0], TesseractOcr("eng"), 150)  # ...OCR reads the glyphs
-    assert "northern terminal" in " ".join(p["text"] for p in paragraphs)
+    assert "northern terminal" in " ".join(p.text for p in paragraphs)
 
 
 def test_ocr_paragraph_box_covers_all_its_words(tmp_path):
     with pymupdf.open(scan_pdf(tmp_path / "scan.pdf")) as doc:
         paragraphs = ocr_page(doc[0], TesseractOcr("eng"), 150)
-    body = next(p for p in paragraphs if "northern" in p["text"])
-    x0, y0, x1, y1 = body["bbox"]
+    body = next(p for p in paragraphs if "northern" in p.text)
+    x0, y0, x1, y1 = body.bbox
     # the text box spans 36..559 pt and wraps onto two lines of 14 pt type
-    assert x0 < 60 and x1 > 450 and y1 - y0 > 25, body["bbox"]
+    assert x0 < 60 and x1 > 450 and y1 - y0 > 25, body.bbox
 
 
 @pytest.mark.parametrize("rotation", [90, 180, 270])
@@ -109,12 +109,12 @@ def test_ocr_boxes_on_rotated_scans_are_in_unrotated_page_space(tmp_path, rotati
         page = doc[0]
         rotated = ocr_page(page, ocr, 150)
         unrotated_page = page.rect * page.derotation_matrix
-        assert [p["text"] for p in rotated] == [p["text"] for p in upright]
+        assert [p.text for p in rotated] == [p.text for p in upright]
         for a, b in zip(rotated, upright, strict=True):
-            assert pymupdf.Rect(a["bbox"]) in unrotated_page + (-1, -1, 1, 1)
-            shown = pymupdf.Rect(a["bbox"]) * page.rotation_matrix  # where a viewer shows it
-            assert all(abs(u - v) < 3 for u, v in zip(shown, b["bbox"], strict=True)), (
-                shown, b["bbox"])
+            assert pymupdf.Rect(a.bbox) in unrotated_page + (-1, -1, 1, 1)
+            shown = pymupdf.Rect(a.bbox) * page.rotation_matrix  # where a viewer shows it
+            assert all(abs(u - v) < 3 for u, v in zip(shown, b.bbox, strict=True)), (
+                shown, b.bbox)
 
 
 def ruled_table_page(doc, rotation):
@@ -135,10 +135,10 @@ def test_rotated_page_keeps_text_tables_and_model_boxes_in_one_space(rotation):
     doc = pymupdf.open()
     page = ruled_table_page(doc, rotation)
     layout = page_layout(page, None, 72)
-    assert (layout["width"], layout["height"], layout["rotation"]) == (595, 842, rotation)
+    assert (layout.width, layout.height, layout.rotation) == (595, 842, rotation)
     (table,) = page_tables(page, [], model_ran=False)
-    assert table["bbox"] == [40, 100, 440, 220]  # where the text and rulings are
-    cells = {c for row in table["rows"] for c in row}
+    assert table.bbox == (40, 100, 440, 220)  # where the text and rulings are
+    cells = {c for row in table.rows for c in row}
     assert {f"r{r}c{c}" for r in range(6) for c in range(3)} == cells
     # a model box in pixels of the rendered (rotated) page maps back onto the table
     from h3.assets._page_space import from_pixels, render_clip
@@ -153,9 +153,9 @@ def test_text_running_off_the_page_is_cut_to_the_page():
     page = doc.new_page(width=300, height=200)
     page.insert_text((20, 50), "blob:" + "Qk3x9" * 200, fontsize=8)
     page.insert_text((400, 50), "entirely off the page", fontsize=8)
-    blocks = page_layout(page, None, 72)["blocks"]["blocks"]
-    assert len(blocks) == 1 and blocks[0]["text"].startswith("blob:")
-    assert blocks[0]["x_2"] <= 300
+    blocks = page_layout(page, None, 72).blocks
+    assert len(blocks) == 1 and blocks[0].text.startswith("blob:")
+    assert blocks[0].x_2 <= 300
 
 
 def test_junk_around_the_pdf_is_accepted_with_a_warning_and_repair_is_reported(tmp_path):
@@ -164,23 +164,23 @@ def test_junk_around_the_pdf_is_accepted_with_a_warning_and_repair_is_reported(t
     data = doc.tobytes()
     padded = tmp_path / "padded.pdf"
     padded.write_bytes(data + b"\n" + b"\0" * 4000)  # scanners pad with NULs: no warning
-    assert inspect_pdf(padded)["pages"] == 1
+    assert inspect_pdf(padded).pages == 1
     junk = tmp_path / "junk.pdf"
     junk.write_bytes(data + b"\n<html>mail footer</html>\n" * 200)
     info = inspect_pdf(junk)
-    assert info["pages"] == 1
-    assert any("junk after %%EOF" in w and str(junk) in w for w in info["warnings"])
+    assert info.pages == 1
+    assert any("junk after %%EOF" in w and str(junk) in w for w in info.warnings)
     prefixed = tmp_path / "prefixed.pdf"  # a mail header saved before the PDF
     prefixed.write_bytes(b"Content-Type: application/pdf\r\n\r\n" + data)
     info = inspect_pdf(prefixed)
-    assert info["pages"] == 1 and any("before the %PDF header" in w for w in info["warnings"])
+    assert info.pages == 1 and any("before the %PDF header" in w for w in info.warnings)
     broken = bytearray(data)
     start = broken.index(b"xref")
     broken[start:start + 4] = b"xxxx"  # no cross-reference table: MuPDF rebuilds it
     damaged = tmp_path / "damaged.pdf"
     damaged.write_bytes(bytes(broken))
     info = inspect_pdf(damaged)
-    assert info["repaired"] and any("repaired" in w for w in info["warnings"])
+    assert info.repaired and any("repaired" in w for w in info.warnings)
 
 
 def test_dangling_pdf_symlink_is_reported_not_skipped(tmp_path, h3_home):
@@ -237,8 +237,8 @@ def test_huge_page_is_rendered_below_the_pixel_cap_and_boxes_stay_in_points(tmp_
     monkeypatch.setattr(pymupdf.Page, "get_pixmap", spy)
     paragraphs = ocr_page(page, TesseractOcr("eng"), 200)
     assert [r.width * r.height <= MAX_RENDER_PIXELS for r in renders] == [True]
-    title = next(p for p in paragraphs if "SCANNED" in p["text"])
-    x0, y0, x1, y1 = title["bbox"]  # the title sits at 36..165 x 40..51 pt of A4, times 5
+    title = next(p for p in paragraphs if "SCANNED" in p.text)
+    x0, y0, x1, y1 = title.bbox  # the title sits at 36..165 x 40..51 pt of A4, times 5
     assert abs(x0 - 5 * 36) < 25 and abs(y0 - 5 * 40) < 25 and x1 < 5 * 200
 
 

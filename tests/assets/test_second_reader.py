@@ -29,9 +29,9 @@ def test_mupdf_reads_no_page_and_the_second_reader_reads_the_text(h3_home, tmp_p
     with pymupdf.open(path) as doc:
         assert doc.page_count == 0  # the premise: MuPDF alone would fail this file
     described = inspect_pdf(path)
-    assert described["pages"] == 3 and described["text_pages"] == [True] * 3
-    assert any("read with pdfminer" in w and str(path) in w for w in described["warnings"])
-    rebuilt = Path(described["source"])
+    assert described.pages == 3 and described.text_pages == (True,) * 3
+    assert any("read with pdfminer" in w and str(path) in w for w in described.warnings)
+    rebuilt = Path(described.source)
     assert rebuilt.is_relative_to(h3_home)
     with pymupdf.open(rebuilt) as doc:
         assert "freight volume rose 6 percent" in doc[1].get_text()

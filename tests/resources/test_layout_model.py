@@ -37,7 +37,7 @@ def test_pages_read_on_worker_threads_give_the_layouts_of_one_page_at_a_time():
                       for p in pdf]
         pooled = [page_layout(p, None, 72, detected=found) for p, found in detected_pages(
             pdf, resource.get_detector(), skip_second, 72, workers=2)]
-    assert [p["page"] for p in pooled] == list(range(1, len(one_by_one) + 1))
+    assert [p.page for p in pooled] == list(range(1, len(one_by_one) + 1))
     assert pooled == one_by_one
-    assert [p["model"] for p in pooled] == [i != 1 for i in range(len(pooled))]
-    assert any(p["detections"]["blocks"] for p in pooled)
+    assert [p.model for p in pooled] == [i != 1 for i in range(len(pooled))]
+    assert any(p.detections for p in pooled)
