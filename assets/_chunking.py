@@ -6,7 +6,17 @@ from __future__ import annotations
 import json
 import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from h3.ontology.records import (
+    ChunkRecord,
+    FiguresRecord,
+    LayoutRecord,
+    OcrRecord,
+    RegionRecord,
+    TablesRecord,
+)
 
 SKIP_IN_CHUNKS = ("header", "footer")  # running heads and page numbers only add noise
 # A "header" whose text (digits aside) is on this many pages, or on every page, is a running
@@ -18,55 +28,57 @@ HEADING_MAX_WORDS = 12
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+")
 
 
-def _inside(inner: list[float], outer: list[float], share: float = 0.5) -> bool:
+def _inside(inner: Sequence[float], outer: Sequence[float], share: float = 0.5) -> bool:
     w = min(inner[2], outer[2]) - max(inner[0], outer[0])
     h = min(inner[3], outer[3]) - max(inner[1], outer[1])
     area = max((inner[2] - inner[0]) * (inner[3] - inner[1]), 1e-6)
     return w > 0 and h > 0 and w * h / area >= share
 
 
-def _union(boxes: list[list[float]]) -> list[float]:
-    return [min(b[0] for b in boxes), min(b[1] for b in boxes),
-            max(b[2] for b in boxes), max(b[3] for b in boxes)]
+def _union(boxes: list[Sequence[float]]) -> tuple[float, ...]:
+    return (min(b[0] for b in boxes), min(b[1] for b in boxes),
+            max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
-def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: dict) -> list[dict]:
+def build_regions(doc_id: str, layout: LayoutRecord, tables: TablesRecord,
+                  figures: FiguresRecord, ocr: OcrRecord) -> list[RegionRecord]:
     """Rows for the `regions` table, per page in reading order. Text blocks that lie inside a
     table or figure are folded into that region (its text is the table's cells / the caption);
     a text block typed "figure" that no figure holds is text (the figures stage decides what a
     figure is)."""
+    # the regions being placed, as dicts: "_order" is set while the page is ordered
     by_page: dict[int, list[dict]] = {}
-    for t in tables.get("tables", []):
-        by_page.setdefault(t["page"], []).append(
-            {"kind": "table", "bbox": t["bbox"], "text": t["markdown"], "origin": t["origin"],
-             "extra_json": json.dumps({"rows": t["rows"]}, ensure_ascii=False)})
-    for f in figures.get("figures", []):
-        by_page.setdefault(f["page"], []).append(
-            {"kind": "figure", "bbox": f["bbox"], "text": f["caption"] or f["text"],
-             "origin": f.get("origin", "layout-model"), "image_path": f["image_path"],
-             "extra_json": json.dumps({"caption": f["caption"], "inner_text": f["text"]})})
-    for p in ocr.get("ocr_pages", []):
-        by_page.setdefault(p["page"], []).extend(
-            {"kind": "ocr_text", "bbox": q["bbox"], "text": q["text"], "origin": "tesseract"}
-            for q in p["paragraphs"])
-    rows: list[dict] = []
-    for page in layout["layout"]:
-        number = page["page"]
+    for t in tables.tables:
+        by_page.setdefault(t.page, []).append(
+            {"kind": "table", "bbox": t.bbox, "text": t.markdown, "origin": t.origin,
+             "extra_json": json.dumps({"rows": t.rows}, ensure_ascii=False)})
+    for f in figures.figures:
+        by_page.setdefault(f.page, []).append(
+            {"kind": "figure", "bbox": f.bbox, "text": f.caption or f.text,
+             "origin": f.origin, "image_path": f.image_path,
+             "extra_json": json.dumps({"caption": f.caption, "inner_text": f.text})})
+    for p in ocr.ocr_pages:
+        by_page.setdefault(p.page, []).extend(
+            {"kind": "ocr_text", "bbox": q.bbox, "text": q.text, "origin": "tesseract"}
+            for q in p.paragraphs)
+    rows: list[RegionRecord] = []
+    for page in layout.layout:
+        number = page.page
         specials = [r for r in by_page.get(number, []) if r["kind"] in ("table", "figure")]
         captions = {" ".join(s["text"].split()) for s in specials if s["kind"] == "figure"}
         ordered: list[tuple[float, dict]] = []
-        for i, b in enumerate(page["blocks"]["blocks"]):
-            bbox = [b["x_1"], b["y_1"], b["x_2"], b["y_2"]]
-            if " ".join(b["text"].split()) in captions:
+        for i, b in enumerate(page.blocks):
+            text = b.text or ""
+            if " ".join(text.split()) in captions:
                 continue  # the figure region carries its caption
-            host = next((s for s in specials if _inside(bbox, s["bbox"])), None)
-            if host is not None and b["type"] != "caption":
+            host = next((s for s in specials if _inside(b.bbox, s["bbox"])), None)
+            if host is not None and b.type != "caption":
                 host.setdefault("_order", float(i))
                 continue
             # a block the layout model typed "figure" that no figure of the figures stage holds
             # (it rejected the model's box as text only, _figure_boxes._text_only) is text
-            kind = "text" if b["type"] == "figure" else b["type"]
-            ordered.append((float(i), {"kind": kind, "bbox": bbox, "text": b["text"],
+            kind = "text" if b.type == "figure" else b.type
+            ordered.append((float(i), {"kind": kind, "bbox": b.bbox, "text": text,
                                        "origin": "pymupdf"}))
         for s in specials:  # not anchored by a swallowed block: place by vertical position
             if "_order" not in s:
@@ -77,11 +89,11 @@ def build_regions(doc_id: str, layout: dict, tables: dict, figures: dict, ocr: d
         ordered += [(1e6 + i, r) for i, r in enumerate(extra)]
         ordered.sort(key=lambda item: item[0])
         for order, (_, r) in enumerate(ordered):
-            rows.append({"doc_id": doc_id, "region_id": f"{doc_id}:p{number}:r{order}",
-                         "page": number, "kind": r["kind"],
-                         "bbox": [float(v) for v in r["bbox"]], "text": r["text"] or "",
-                         "order": order, "origin": r["origin"],
-                         "image_path": r.get("image_path"), "extra_json": r.get("extra_json")})
+            rows.append(RegionRecord(
+                doc_id=doc_id, region_id=f"{doc_id}:p{number}:r{order}", page=number,
+                kind=r["kind"], bbox=tuple(float(v) for v in r["bbox"]), text=r["text"] or "",
+                order=order, origin=r["origin"], image_path=r.get("image_path"),
+                extra_json=r.get("extra_json")))
     return rows
 
 
@@ -151,26 +163,26 @@ def _is_grid(text: str) -> bool:
     return any(line.lstrip().startswith("|") for line in text.splitlines())
 
 
-def page_headings(regions: list[dict]) -> dict[str, str]:
+def page_headings(regions: list[RegionRecord]) -> dict[str, str]:
     """region_id -> the kind ("title" or "text") each "header" region that is not a running head
     is chunked as (module constants): its page's heading, kept in the chunks and naming the
     section, where a running head ("Table of Contents", the company name, page numbers) is
     left out. A one-page document's headers stay headers (nothing to compare them with)."""
-    heads = [r for r in regions if r["kind"] == "header" and r["text"].strip()]
+    heads = [r for r in regions if r.kind == "header" and r.text.strip()]
     pages_of: dict[str, set[int]] = defaultdict(set)
     for r in heads:
-        pages_of[_head_key(r["text"])].add(r["page"])
-    n_pages = len({r["page"] for r in regions})
+        pages_of[_head_key(r.text)].add(r.page)
+    n_pages = len({r.page for r in regions})
     kinds = {}
     for r in heads:
-        on = len(pages_of[_head_key(r["text"])])
+        on = len(pages_of[_head_key(r.text)])
         if on < RUNNING_HEAD_PAGES and on < n_pages:
-            kinds[r["region_id"]] = "title" if _heading_like(r["text"].strip()) else "text"
+            kinds[r.region_id] = "title" if _heading_like(r.text.strip()) else "text"
     return kinds
 
 
-def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
-                 max_tokens: int = 256) -> list[dict]:
+def build_chunks(doc_id: str, regions: list[RegionRecord], count: Callable[[str], int],
+                 max_tokens: int = 256) -> list[ChunkRecord]:
     """Section-aware chunks: a title starts a new chunk and names the section; tables and figures
     are chunks of their own; a chunk never crosses a page, so its page and bbox are exact.
     Running heads and footers are left out; a page's own heading labelled "header" is kept
@@ -179,62 +191,62 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
     `count` must be (about) additive over whitespace joins, as word-piece and word counts are:
     a growing chunk's size is the running sum of its parts' counts, not a re-count of its text
     (re-counting made chunking quadratic in the tokenizer calls)."""
-    chunks: list[dict] = []
-    buf: list[dict] = []
+    chunks: list[ChunkRecord] = []
+    buf: list[RegionRecord] = []
     buf_tokens = 0
     section = ""
 
-    def emit(text: str, parts: list[dict], kind: str) -> None:
-        chunks.append({"doc_id": doc_id, "chunk_id": f"{doc_id}:c{len(chunks)}",
-                       "page": parts[0]["page"], "bbox": _union([p["bbox"] for p in parts]),
-                       "text": text, "section": section, "kind": kind,
-                       "token_count": count(text), "region_ids": [p["region_id"] for p in parts]})
+    def emit(text: str, parts: list[RegionRecord], kind: str) -> None:
+        chunks.append(ChunkRecord(
+            doc_id=doc_id, chunk_id=f"{doc_id}:c{len(chunks)}", page=parts[0].page,
+            bbox=_union([p.bbox for p in parts]), text=text, section=section, kind=kind,
+            token_count=count(text), region_ids=tuple(p.region_id for p in parts)))
 
     def flush() -> None:
         nonlocal buf_tokens
         buf_tokens = 0
         if buf:
-            kinds = {r["kind"] for r in buf} - {"title"}
+            kinds = {r.kind for r in buf} - {"title"}
             kind = kinds.pop() if len(kinds) == 1 else ("title" if not kinds else "text")
-            emit("\n".join(r["text"] for r in buf), list(buf), kind)
+            emit("\n".join(r.text for r in buf), list(buf), kind)
             buf.clear()
 
     last_page = None
-    above: list[dict] = []  # this page's text regions so far: a table's title and column heads
+    above: list[RegionRecord] = []  # this page's text regions so far: a table's title, heads
     headings = page_headings(regions)
     for region in regions:
-        if region["region_id"] in headings:
-            region = {**region, "kind": headings[region["region_id"]]}
-        text = region["text"].strip()
-        if region["kind"] == "table" and not _is_grid(text):
+        if region.region_id in headings:
+            region = replace(region, kind=headings[region.region_id])
+        text = region.text.strip()
+        if region.kind == "table" and not _is_grid(text):
             # a text block the layout model's table box covered but no grid took in: a
             # statement's title, its column periods, a note under it (269 of the 903 table
             # regions of the nine FinanceBench 10-Ks), each of which was a "table" chunk alone
-            region = {**region, "kind": "title" if _heading_like(text) else "text"}
-        if region["page"] != last_page:
+            region = replace(region, kind="title" if _heading_like(text) else "text")
+        if region.page != last_page:
             flush()
-            last_page = region["page"]
+            last_page = region.page
             above = []
-        if not text or region["kind"] in SKIP_IN_CHUNKS:
+        if not text or region.kind in SKIP_IN_CHUNKS:
             continue
-        if region["kind"] == "table":
+        if region.kind == "table":
             flush()
             head = table_context(region, above, section)
             for piece in _split_rows(compact_table(text), count, max_tokens, head):
                 emit(piece, [region], "table")
             continue
-        if region["kind"] in ("text", "title", "caption"):
+        if region.kind in ("text", "title", "caption"):
             above.append(region)
         tokens = count(text)
-        if region["kind"] == "title":
-            if any(r["kind"] != "title" for r in buf):
+        if region.kind == "title":
+            if any(r.kind != "title" for r in buf):
                 flush()
             section = " ".join(text.split())[:200]
             buf.append(region)
             buf_tokens += tokens
-        elif region["kind"] == "figure" or tokens > max_tokens:
+        elif region.kind == "figure" or tokens > max_tokens:
             flush()
-            kind = region["kind"] if region["kind"] != "title" else "text"
+            kind = region.kind if region.kind != "title" else "text"
             for piece in _split_long(text, count, max_tokens):
                 emit(piece, [region], kind)
         else:
@@ -246,22 +258,22 @@ def build_chunks(doc_id: str, regions: list[dict], count: Callable[[str], int],
     return chunks
 
 
-def table_context(table: dict, above: list[dict], section: str, max_gap: float = 72.0,
-                  max_chars: int = 240) -> list[str]:
+def table_context(table: RegionRecord, above: list[RegionRecord], section: str,
+                  max_gap: float = 72.0, max_chars: int = 240) -> list[str]:
     """What a table's rows need to be found: its section heading, and the short text regions
     right above it on the page (the table's title or caption, "(Dollars in millions)", the
     column periods "Years ended December 31, 2022 2021 2020": statements often set those
     outside the grid). A region counts while it is short and the gap to the next one below
     is under `max_gap` points."""
     lines: list[str] = []
-    top = table["bbox"][1]
+    top = table.bbox[1]
     for r in reversed(above):
-        text = " ".join(r["text"].split())
+        text = " ".join(r.text.split())
         # it starts above the table (column heads may reach into the grid's box) and is close
-        if r["bbox"][1] >= top - 1 or top - r["bbox"][3] > max_gap or len(text) > max_chars:
+        if r.bbox[1] >= top - 1 or top - r.bbox[3] > max_gap or len(text) > max_chars:
             break
         lines.insert(0, text)
-        top = r["bbox"][1]
+        top = r.bbox[1]
         if len(lines) == 3:
             break
     if section and all(section not in ln for ln in lines):

@@ -298,7 +298,8 @@ class FigureRecord:
     @classmethod
     def from_json(cls, d: Json) -> FigureRecord:
         return cls(page=d["page"], bbox=_box(d["bbox"]), image_path=d["image_path"],
-                   caption=d["caption"], origin=d["origin"], text=d["text"])
+                   caption=d["caption"], origin=d.get("origin", "layout-model"),
+                   text=d["text"])  # (older files: no origin)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

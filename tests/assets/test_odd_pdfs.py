@@ -281,12 +281,18 @@ print('{"json": true}')
 
 
 def test_document_warnings_say_what_was_not_read():
-    from h3.assets.chunks import document_warnings
+    from dataclasses import replace
 
-    doc = {"source": "a.pdf", "warnings": ["a.pdf: damaged PDF repaired by MuPDF (x)"]}
-    ocr_off = {"ocr_pages": [], "skipped_pages": [2, 3]}
-    ocr_failed = {"ocr_pages": [], "skipped_pages": [], "errors": ["page 2 of a.pdf: OCR failed"]}
-    chunk = [{"chunk_id": "d:c0"}]
+    from h3.assets.chunks import document_warnings
+    from h3.ontology.records import ChunkRecord, DocumentRecord, OcrRecord
+
+    doc = DocumentRecord(source="a.pdf", pages=3, title="a", metadata={}, content_hash="",
+                         bytes=1, text_pages=(True, False, False), page_sizes=((595, 842),) * 3,
+                         repaired=True, warnings=("a.pdf: damaged PDF repaired by MuPDF (x)",))
+    ocr_off = OcrRecord(source="a.pdf", skipped_pages=(2, 3))
+    ocr_failed = OcrRecord(source="a.pdf", errors=("page 2 of a.pdf: OCR failed",))
+    chunk = [ChunkRecord(doc_id="d", chunk_id="d:c0", page=1, bbox=(0, 0, 1, 1), text="x",
+                         section="", kind="text", token_count=1, region_ids=("d:p1:r0",))]
     assert document_warnings(doc, ocr_off, chunk) == [
         "a.pdf: damaged PDF repaired by MuPDF (x)",
         "a.pdf: 2 pages without a text layer not read (cold_storage.ocr_enabled is false)"]
@@ -294,4 +300,5 @@ def test_document_warnings_say_what_was_not_read():
         "page 2 of a.pdf: OCR failed",
         "a.pdf: no text found (not even by OCR): the document is stored but nothing in it can "
         "be recalled by text"]
-    assert document_warnings({"source": "b.pdf"}, {"ocr_pages": []}, chunk) == []
+    clean = replace(doc, source="b.pdf", warnings=(), repaired=False)
+    assert document_warnings(clean, OcrRecord(source="b.pdf"), chunk) == []
