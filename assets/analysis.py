@@ -4,6 +4,9 @@
   document, loading its stored KV (stage `kv`) instead of prefilling it again.
 - `key_facts` (per document): amounts, dates, parties and risk clauses, each quoted from its
   page (assets/_facts.py), plus the runtime's own risk note with the pages it cites.
+What the model writes is checked against the text it was given (resources/answers/grounding.py):
+a summary or note that states a figure or name the document's text does not hold is stored
+empty, with the model's text and what failed beside it (`extra_json.grounding`), never as a fact.
 - `cross_document_checks`: facts that should agree across documents (the same labelled amount,
   date or party in two or more documents): agree / conflict, with each document's pages.
 Results go to the document store (`analysis`, `cross_checks` tables) and into asset metadata.
@@ -14,12 +17,14 @@ import json
 import re
 import time
 
-from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue, asset
 
 from h3.assets._batch import markdown_table, per_document, summary_metadata
 from h3.assets._facts import cross_check, extract_facts
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.resources.answers import document_chunks
+from h3.resources.answers.ask import NO_REPEAT_NGRAM
+from h3.resources.answers.grounding import check
 from h3.resources.runtime import H3RuntimeResource
 from h3.resources.store import DocumentStoreResource, sql_str
 from h3.resources.store.tables import ANALYSIS, CROSS_CHECKS
@@ -30,11 +35,17 @@ RISK_QUESTION = ("List the key risk points of this document: clauses, amounts, d
 _PAGE_CITE = re.compile(r"\[p\s*(\d+)\]|\bpage\s+(\d+)\b", re.IGNORECASE)
 
 
-def _ask_document(runtime, db, doc_id: str, question: str, max_new_tokens: int):
+def _ask_document(runtime, db, doc_id: str, question: str, max_new_tokens: int
+                  ) -> tuple[str, dict]:
+    """(the model's text if it passed the grounding check else "", stats with `grounding`)."""
     chunks = runtime.fit_chunks(document_chunks(db, doc_id))
     if not chunks:
         raise ValueError(f"document {doc_id}: no chunks in the document store")
-    return runtime.answer(runtime.document_segments(doc_id, chunks, question), max_new_tokens)
+    answer = runtime.answer(runtime.document_segments(doc_id, chunks, question), max_new_tokens,
+                            no_repeat_ngram=NO_REPEAT_NGRAM)
+    verdict = check(answer.text, [c.text for c in chunks], question)
+    stats = {**answer.stats, "grounding": {"model_text": answer.text, **verdict.to_json()}}
+    return (answer.text if verdict.grounded else ""), stats
 
 
 def _replace_rows(db, doc_id: str, kinds: tuple[str, ...], rows: list[dict]) -> None:
@@ -49,19 +60,17 @@ def _row(doc_id: str, kind: str, text: str, page: int = 0, label: str = "", valu
             "text": text, "extra_json": json.dumps(extra or {}), "created_at": time.time()}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="analysis", kinds={"torch"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
-       description="A three-sentence summary of each document by the H³ runtime, over the "
+@document_asset(group_name="analysis", kinds={"torch"},
+                description="A three-sentence summary of each document by the H³ runtime, over the "
                    "document's stored KV (cold reuse).")
 def document_summary(context: AssetExecutionContext, document_kv: dict, store: DocumentStoreResource,
                      h3_runtime: H3RuntimeResource) -> dict:
     db, runtime = store.get_store(), h3_runtime.get_runtime()
 
     def one(doc_id: str, _kv: dict) -> dict:
-        answer = _ask_document(runtime, db, doc_id, SUMMARY_QUESTION, 96)
-        _replace_rows(db, doc_id, ("summary",), [_row(doc_id, "summary", answer.text,
-                                                      extra=answer.stats)])
-        return {"summary": answer.text, **{k: answer.stats[k] for k in (
+        text, stats = _ask_document(runtime, db, doc_id, SUMMARY_QUESTION, 96)
+        _replace_rows(db, doc_id, ("summary",), [_row(doc_id, "summary", text, extra=stats)])
+        return {"summary": text, "grounded": stats["grounding"]["grounded"], **{k: stats[k] for k in (
             "ttft_s", "total_s", "prompt_tokens", "kv_tokens_loaded_cold", "integrity_errors")}}
 
     results = per_document(context, one, document_kv)
@@ -72,9 +81,8 @@ def document_summary(context: AssetExecutionContext, document_kv: dict, store: D
     return results
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="analysis", kinds={"torch"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
-       description="Key facts of each document (amounts, dates, parties, risk clauses) each with "
+@document_asset(group_name="analysis", kinds={"torch"},
+                description="Key facts of each document (amounts, dates, parties, risk clauses) each with "
                    "its page, plus the runtime's risk note (cold reuse) and the pages it cites.")
 def key_facts(context: AssetExecutionContext, document_kv: dict, store: DocumentStoreResource,
               h3_runtime: H3RuntimeResource) -> dict:
@@ -84,16 +92,16 @@ def key_facts(context: AssetExecutionContext, document_kv: dict, store: Document
         chunks = document_chunks(db, doc_id)
         facts = extract_facts([(c.page, c.text) for c in chunks])
         pages = {c.page for c in chunks}
-        note = _ask_document(runtime, db, doc_id, RISK_QUESTION, 96)
-        cited = sorted({int(a or b) for a, b in _PAGE_CITE.findall(note.text)})
+        note, stats = _ask_document(runtime, db, doc_id, RISK_QUESTION, 96)
+        cited = sorted({int(a or b) for a, b in _PAGE_CITE.findall(note)})
         rows = [_row(doc_id, f.kind, f.text, f.page, f.label, f.value) for f in facts]
-        rows.append(_row(doc_id, "note", note.text, extra={
+        rows.append(_row(doc_id, "note", note, extra={
             "cited_pages": cited, "cited_pages_valid": [p for p in cited if p in pages],
-            **note.stats}))
+            **stats}))
         _replace_rows(db, doc_id, ("note", "amount", "date", "party", "clause"), rows)
         counts = {k: sum(f.kind == k for f in facts) for k in ("amount", "date", "party", "clause")}
-        return {"facts": [f.to_row() for f in facts], "note": note.text, "counts": counts,
-                "ttft_s": note.stats["ttft_s"]}
+        return {"facts": [f.to_row() for f in facts], "note": note, "counts": counts,
+                "note_grounded": stats["grounding"]["grounded"], "ttft_s": stats["ttft_s"]}
 
     results = per_document(context, one, document_kv)
     meta = summary_metadata(results, count_key="facts", preview=[

@@ -2,11 +2,11 @@
 of ~256 tokens, each with its page and bbox."""
 
 
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._chunking import build_chunks, build_regions
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.records import (
     ChunkRecord,
     ChunksRecord,
@@ -34,8 +34,7 @@ def document_warnings(doc: DocumentRecord, ocr: OcrRecord, chunks: list[ChunkRec
     return warnings
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion",
        description="Regions in reading order and ~256-token section-aware chunks with page+bbox.")
 def chunks(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict,
            figures: dict, ocr: dict, embedder: SbertEmbedderResource) -> dict:

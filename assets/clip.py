@@ -5,10 +5,10 @@ and says so in its log and metadata; figures stay recallable by caption and OCR 
 the `structures` table.
 """
 
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.resources.semantic.clip import ClipEmbedder, load_clip
 from h3.resources.settings import load_config
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
@@ -27,8 +27,7 @@ def embed_document_figures(store: DocumentStore, clip: ClipEmbedder, doc_id: str
     return {"figures_embedded": len(figures)}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="knowledge", kinds={"torch", "lancedb"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="knowledge", kinds={"torch", "lancedb"},
        description="CLIP embeddings of figure crops (only with cold_storage.clip_weights set).")
 def figure_embeddings(context: AssetExecutionContext, cold_store: dict,
                       store: DocumentStoreResource) -> dict:

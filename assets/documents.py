@@ -7,7 +7,7 @@ import unicodedata
 from pathlib import Path
 
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import (
     DocumentError,
@@ -17,7 +17,7 @@ from h3.assets._batch import (
 )
 from h3.assets._page_space import page_box
 from h3.assets._second_reader import read_pages, rebuild
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.ids import content_hash, doc_id_for_bytes
 from h3.ontology.records import DocumentRecord
 from h3.resources.nlp.issuer import PROFILE_PAGES, profile_open_document
@@ -177,8 +177,7 @@ def _ranges(pages: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"pdf"},
        description="Each registered PDF checked and described: pages, hash, title, metadata, "
                    "which pages have a text layer. Bad files fail alone with a reason (shown "
                    "Failed in ingested_documents, the run's last step).")

@@ -2,19 +2,18 @@
 multilingual-e5 vectors of the non-English ones (assets/_multilingual.py)."""
 
 
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import document_done, summary_metadata
 from h3.assets._embedding_text import embedding_text
 from h3.assets._multilingual import multilingual_vectors
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.ids import doc_id_of_partition
 from h3.resources.models.embedder import SbertEmbedderResource
 from h3.resources.models.multilingual import configured_mode
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"torch"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"torch"},
        description="One 384-d SBERT vector per chunk, aligned with the chunks' order.")
 def embeddings(context: AssetExecutionContext, chunks: dict,
                embedder: SbertEmbedderResource) -> dict:

@@ -14,14 +14,12 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
-    BackfillPolicy,
     MetadataValue,
-    asset,
     asset_check,
 )
 
 from h3.assets._batch import markdown_table, per_document, summary_metadata
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.resources.graph.build import MENTIONS
 from h3.resources.graph.store import write_document_graph
 from h3.resources.nlp.extract import TextUnit, extract
@@ -78,8 +76,7 @@ def graph_for_document(store: DocumentStore, doc_id: str) -> dict:
     return {**counts, "sample": sample}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="knowledge", kinds={"spacy", "lancedb"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="knowledge", kinds={"spacy", "lancedb"},
        description="Named entities and relations of each document into the knowledge graph "
                    "(LanceDB `edges` + `entities`), every edge with doc/page/bbox/sentence.")
 def knowledge_graph(context: AssetExecutionContext, cold_store: dict,

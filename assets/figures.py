@@ -8,12 +8,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._figure_boxes import figure_boxes
 from h3.assets._page_space import page_box, render_clip
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.records import (
     DocumentRecord,
     FigureRecord,
@@ -69,8 +69,7 @@ def page_figures(page: pymupdf.Page, page_layout: PageLayout, out_dir: Path,
     return found
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"pdf"},
        description="Figure crops (PNG under $H3_HOME/figures) with bbox and caption.")
 def figures(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict) -> dict:
     def one(doc_id: str, doc: DocumentRecord, lay: LayoutRecord,

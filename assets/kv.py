@@ -11,10 +11,10 @@ the first format (per-document folders) is removed with one log line and prefill
 
 import time
 
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.resources.answers import document_chunks
 from h3.resources.runtime import KV_FORMAT, H3RuntimeResource
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
@@ -41,8 +41,8 @@ def precompute_one(runtime: H3RuntimeResource, db: DocumentStore, doc_id: str) -
             "chunks_covered": kv.chunks_covered, "chunks_total": kv.chunks_total}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="kv", kinds={"torch"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(), code_version=f"kv-format-{KV_FORMAT}",
+@document_asset(group_name="kv", kinds={"torch"},
+       code_version=f"kv-format-{KV_FORMAT}",
        deps=["cold_store"],  # lineage: the chunks as stored (ingestion's last stage)
        description="The default model's KV of each document (head + chunks), prefilled once and "
                    "stored checksummed in the cold tier; later questions load it.")

@@ -12,11 +12,11 @@ from pathlib import Path
 import layoutparser as lp
 import numpy as np
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import capped_dpi, clamp, from_pixels, page_box
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.records import DocumentRecord, LayoutBlock, LayoutRecord, PageLayout
 from h3.resources.models.layout import Detection, LayoutDetector, LayoutModelResource
 from h3.resources.text_lang import word_count
@@ -160,8 +160,7 @@ def _blocks(layout: lp.Layout) -> tuple[LayoutBlock, ...]:
     return tuple(LayoutBlock.from_json(b) for b in layout.to_dict()["blocks"])
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "onnx"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"pdf", "onnx"},
        description="Typed layout regions per page (title/text/table/figure/caption/formula/list/"
                    "header/footer) as layoutparser Layouts, plus the layout model's raw boxes.")
 def layout(context: AssetExecutionContext, documents: dict,

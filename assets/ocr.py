@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import capped_dpi, clamp, from_pixels
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.records import DocumentRecord, OcrPage, OcrParagraph, OcrRecord
 from h3.resources.models.ocr import OcrResource, TesseractOcr
 
@@ -35,8 +35,7 @@ def ocr_page(page: pymupdf.Page, ocr: TesseractOcr, dpi: int) -> list[OcrParagra
     return paragraphs
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "tesseract"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"pdf", "tesseract"},
        description="Text recovered by tesseract from pages that have no text layer.")
 def ocr(context: AssetExecutionContext, documents: dict, ocr_engine: OcrResource) -> dict:
     enabled = ocr_engine.is_enabled()

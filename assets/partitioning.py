@@ -7,7 +7,7 @@ lookup. Old stores' bare-doc_id keys still map; pipelines/partitions.py renames 
 
 import warnings
 
-from dagster import BetaWarning, DynamicPartitionsDefinition
+from dagster import BackfillPolicy, BetaWarning, DynamicPartitionsDefinition, asset
 
 from h3.ontology.ids import doc_id_of_partition
 
@@ -17,6 +17,13 @@ from h3.ontology.ids import doc_id_of_partition
 warnings.filterwarnings("ignore", category=BetaWarning)
 
 DOCUMENTS_PARTITIONS = DynamicPartitionsDefinition(name="documents")
+
+
+def document_asset(**kwargs):
+    """`@asset` for a per-document stage: a partition per document, payloads staged as JSON
+    (staging_io), one run covering a whole batch of documents (single_run backfills)."""
+    return asset(partitions_def=DOCUMENTS_PARTITIONS, io_manager_key="staging_io",
+                 backfill_policy=BackfillPolicy.single_run(), **kwargs)
 
 
 def partition_keys_by_doc(instance) -> dict[str, str]:

@@ -14,7 +14,6 @@ from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
     AssetExecutionContext,
-    BackfillPolicy,
     Config,
     Failure,
     MaterializeResult,
@@ -25,7 +24,7 @@ from dagster import (
 from pydantic import Field
 
 from h3.assets._batch import per_document, summary_metadata
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.resources.models.embedder import SbertEmbedderResource
 from h3.resources.semantic.artifacts import pca_path
 from h3.resources.semantic.pca import PcaModel, fit_pca
@@ -74,8 +73,7 @@ def corpus_tokens(store: DocumentStore) -> tuple[list[str], list[np.ndarray]]:
     return ids, tokens
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="compression", kinds={"torch"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="compression", kinds={"torch"},
        description="Contextual token vectors of every chunk (SBERT, float16) under "
                    "$H3_HOME/semantic/tokens: the input of the corpus PCA and pooling.")
 def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, cold_store: dict,

@@ -9,11 +9,11 @@ of the same source file (same path, other bytes) is then deleted from every tabl
 import json
 import time
 
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._batch import document_done, summary_metadata
 from h3.assets._multilingual import language_columns, language_of, ml_rows
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS, delete_document_partitions
+from h3.assets.partitioning import delete_document_partitions, document_asset
 from h3.ontology.ids import doc_id_of_partition
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
 from h3.resources.store.deletion import purge_document
@@ -68,8 +68,7 @@ def replace_older_versions(store: DocumentStore, doc_id: str, source: str,
     return older
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"lancedb"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"lancedb"},
        description="Documents, regions and chunks (+ vectors) in LanceDB; full-text index, ANN "
                    "index once large. A document becomes visible to recall only when complete.")
 def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, embeddings: dict,

@@ -4,12 +4,12 @@ text, embedded (SBERT) into the `structures` table that structural recall ranks.
 import logging
 
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, MetadataValue, asset
+from dagster import AssetExecutionContext, MetadataValue
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import page_box
 from h3.assets.documents import unreadable
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.resources.models.embedder import SbertEmbedderResource
 from h3.resources.recall.structure import EXACT_LIMIT
 from h3.resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
@@ -80,9 +80,8 @@ def structures_for_document(store: DocumentStore, embed, doc_id: str) -> dict:
                         for r in rows[:5]]}
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="knowledge", kinds={"lancedb"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
-       description="Tables, figures and formulas with caption + context, embedded for "
+@document_asset(group_name="knowledge", kinds={"lancedb"},
+                description="Tables, figures and formulas with caption + context, embedded for "
                    "structural recall (LanceDB `structures`).")
 def structures(context: AssetExecutionContext, cold_store: dict, store: DocumentStoreResource,
                embedder: SbertEmbedderResource) -> dict:

@@ -7,12 +7,12 @@ took for figures (found from the alignment of their words: assets/_aligned_table
 from pathlib import Path
 
 import pymupdf
-from dagster import AssetExecutionContext, BackfillPolicy, asset
+from dagster import AssetExecutionContext
 
 from h3.assets._aligned_tables import aligned_tables
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import page_box
-from h3.assets.partitioning import DOCUMENTS_PARTITIONS
+from h3.assets.partitioning import document_asset
 from h3.ontology.records import DocumentRecord, LayoutRecord, TableRecord, TablesRecord
 
 MIN_DRAWINGS = 4  # a ruled table needs some vector lines on the page
@@ -110,8 +110,7 @@ def _table(page: pymupdf.Page, bbox, rows: list[list[str]], origin: str) -> Tabl
                        origin=origin)
 
 
-@asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf"}, io_manager_key="staging_io",
-       backfill_policy=BackfillPolicy.single_run(),
+@document_asset(group_name="ingestion", kinds={"pdf"},
        description="Tables with their cell text (markdown) and bbox, per page.")
 def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:
     def one(doc_id: str, doc: DocumentRecord, lay: LayoutRecord) -> TablesRecord:

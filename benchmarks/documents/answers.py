@@ -137,6 +137,13 @@ def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
         questions = questions[::6]
     with h3_home_env(Path(home)):
         db = open_store()
+        # a store still being built (or a partial one) answers the questions of its filings
+        stored = {Path(r["source"]).name for r in db.rows("documents", "status = 'ok'",
+                                                          ["source"])}
+        skipped = [q["file"] for q in questions if q["file"] not in stored]
+        questions = [q for q in questions if q["file"] in stored]
+        if not questions:
+            raise FileNotFoundError(f"{home}: none of the labelled filings is stored yet")
         runtime = H3RuntimeResource().get_runtime if not quick else None
         rows, refusals = [], []
         for i, q in enumerate(questions):
@@ -169,6 +176,7 @@ def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
                               model=not quick)
     return {
         "home": str(home), "model": not quick,
+        "filings_stored": len(stored), "questions_skipped_not_stored": len(skipped),
         "answers": by_half(rows, split, score),
         "absent_company_refusals": by_half(refusals, split, lambda rs: {
             "questions": len(rs), "refused": _share(rs, "refused"),

@@ -3,6 +3,8 @@ tiny random Llama (real tokenizer) standing in for the default model (mechanics,
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from dagster import DagsterInstance, materialize
 
@@ -65,6 +67,14 @@ def test_kv_then_analysis_assets(setup):
     summaries = result.output_for_node("document_summary")
     assert all(p["status"] == "ok" and p["kv_tokens_loaded_cold"] > 0 for p in summaries.values())
     assert all(p["integrity_errors"] == 0 for p in summaries.values())
+    # the model's text is stored only when it passed the check (the tiny random model's noise
+    # rarely does); the check's verdict and the model's own text are kept beside it
+    summary_rows = open_store().rows("analysis", "kind = 'summary'")
+    for row in summary_rows:
+        grounding = json.loads(row["extra_json"])["grounding"]
+        assert set(grounding) >= {"model_text", "grounded", "unsupported_figures"}
+        assert row["text"] == (grounding["model_text"] if grounding["grounded"] else "")
+    assert all(p["grounded"] or not p["summary"] for p in summaries.values())
     facts = result.output_for_node("key_facts")
     report = next(d for d in docs if any(
         f["kind"] == "amount" and "48.7" in f["value"] for f in facts[d]["facts"]))

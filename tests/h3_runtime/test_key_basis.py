@@ -58,7 +58,7 @@ def test_the_basis_is_cached_per_model_and_a_torn_file_is_refitted(monkeypatch, 
     first = kb.key_basis(model, None, fp)
     again = kb.key_basis(model, None, fp)
     assert len(fits) == 1 and torch.equal(first, again)  # the second came from H3_HOME
-    path = under_home("key_basis", f"{fp}-r{kb.sketch_rank(16)}.pt")
+    path = under_home("key_basis", f"{fp}-{kb.BASIS_TEXT.stem}-r{kb.sketch_rank(16)}.pt")
     path.write_bytes(path.read_bytes()[:100])  # a torn write
     with caplog.at_level(logging.WARNING, logger="h3_runtime"):
         third = kb.key_basis(model, None, fp)

@@ -12,11 +12,11 @@ import subprocess
 import sys
 import textwrap
 import time
-import urllib.request
 
 import psutil
 import pytest
 
+from tests.pipelines.test_ui_stop import wait_http
 from tests.ui.test_dagster_ui import _free_port
 
 # A stand-in for `dagster dev` (which takes a minute to start here): a leader with one child.
@@ -132,17 +132,6 @@ def test_stale_pid_file_is_not_taken_for_a_server(tmp_path, monkeypatch):
     assert ui.main(["--bogus"]) == 2
 
 
-def _wait_http(url: str, timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except OSError:
-            time.sleep(1)
-    raise AssertionError(f"no answer from {url} in {timeout_s} s")
-
-
 @pytest.mark.slow
 def test_real_dagster_detached_then_stopped(tmp_path):
     port = str(_free_port())
@@ -154,7 +143,7 @@ def test_real_dagster_detached_then_stopped(tmp_path):
         started = _shell(f"{run} {port} --detach; exit 0", env)
         assert started.returncode == 0, started.stderr
         pid = json.loads((home / "ui" / "ui.pid").read_text())["pid"]
-        _wait_http(f"http://127.0.0.1:{port}/server_info", 300)  # the shell is long gone
+        wait_http(f"http://127.0.0.1:{port}/server_info", 300)  # the shell is long gone
         leader = psutil.Process(pid)
         family = leader.children(recursive=True)
         assert len(family) >= 2  # webserver, daemon (+ code servers)

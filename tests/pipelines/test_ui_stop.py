@@ -16,10 +16,11 @@ import pytest
 from tests.ui.test_dagster_ui import _free_port
 
 
-def _wait_http(url: str, proc: subprocess.Popen, timeout_s: float) -> None:
+def wait_http(url: str, timeout_s: float, proc: subprocess.Popen | None = None) -> None:
+    """Until `url` answers (or `proc`, if given, exits: then fail at once)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        assert proc.poll() is None, "make ui's wrapper exited early"
+        assert proc is None or proc.poll() is None, "make ui's wrapper exited early"
         try:
             with urllib.request.urlopen(url, timeout=5):
                 return
@@ -37,7 +38,7 @@ def test_sigterm_leaves_no_dagster_process(tmp_path):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/server_info", proc, 300)
+        wait_http(f"http://127.0.0.1:{port}/server_info", 300, proc)
         family = psutil.Process(proc.pid).children(recursive=True)
         assert len(family) >= 3  # dagster dev, webserver, daemon (+ code servers)
         t0 = time.monotonic()
