@@ -67,11 +67,15 @@ DESCRIPTIONS = {
     "scaleout": "The same documents ingested in process and on a dask cluster of 1 and 2 workers "
                 "(PostgreSQL instance); LanceDB commits by concurrent writers; PostgreSQL events/s.",
     "embedding_engines": "SBERT through torch and through onnxruntime: CPU time and recall.",
+    "answers": "Grounded `h3 ask` on the development filings a store holds: evidence recalled, "
+               "the labelled value (or the evidence page's line items) quoted, model answers "
+               "passing the grounding check, refusals for absent companies, seconds per ask "
+               "and recall from the shell.",
 }
 
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
-         "variants": {"ruler", "decode"}, "home": {"filings", "embedding_engines"}}
+         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "embedding_engines"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:

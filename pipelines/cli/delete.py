@@ -5,12 +5,10 @@ UI like the sensor's)."""
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
+from h3.ontology.ids import doc_id_of_partition
 from h3.pipelines.cli.output import CliError, emit
-
-DOC_ID = re.compile(r"^[0-9a-f]{16}$")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -23,13 +21,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def resolve_targets(rows: list[dict], targets: list[str]) -> tuple[list[str], list[str]]:
     """(doc_ids to delete, targets that match no document) among the store's documents rows
-    (doc_id, source). A target is a doc_id, a file path (every version registered for it) or a
-    folder (every document registered under it)."""
+    (doc_id, source). A target is a doc_id, a partition key as the UI shows it
+    (`report.pdf-<doc_id>`), a file path (every version registered for it) or a folder (every
+    document registered under it)."""
     ids: list[str] = []
     unknown: list[str] = []
     for target in targets:
-        if DOC_ID.match(target) and any(r["doc_id"] == target for r in rows):
-            found = [target]
+        doc_id = _partition_doc_id(target)
+        if doc_id and any(r["doc_id"] == doc_id for r in rows):
+            found = [doc_id]
         else:
             path = str(Path(target).resolve())
             found = [r["doc_id"] for r in rows if r.get("source") == path
@@ -78,3 +78,11 @@ def delete(doc_ids: list[str]) -> str:
         raise CliError(f"deletion run {result.run_id} failed: "
                        f"{(failures[0] if failures else 'run failed')[:300]}")
     return result.run_id
+
+
+def _partition_doc_id(target: str) -> str | None:
+    """The doc_id a target names as an id or a partition key, else None (then it is a path)."""
+    try:
+        return doc_id_of_partition(target)
+    except ValueError:
+        return None

@@ -26,7 +26,7 @@ KEEP_SHARE = 0.5  # quotes after the best must score at least this share of the 
 MAX_QUOTE_CHARS = 400  # a longer sentence is cut around its matching words ("…" marks the cut)
 FIGURE_BONUS = 0.15  # of the question's total word weight: a figure where one is asked for
 YEAR_BONUS = 0.10  # a year the question names
-RANK_BONUS = 0.05  # the first recalled hit; later ones less, linearly
+RANK_BONUS = 0.2  # the first recalled hit (recall ranks the evidence page first most often); later ones less, linearly
 LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in other words
 
 # The names financial statements give one metric (US GAAP and IFRS wording): a question uses one,

@@ -52,7 +52,7 @@ _NOT_COMPANY = re.compile(r"^(?:FY\d*|Q[1-4]|H[12]|USD|EUR|GBP|JPY|CNY|GAAP|IFRS
                           r"Does|Do|Did|Has|Have|Was|Were|Can|Could|Should|Would|Will|The|A|An|"
                           r"In|On|Of|For|If|We|Our|I|It|Its|This|That|These|Those)$")
 _CANDIDATE_NAME = re.compile(
-    r"(?:\b(?:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
+    r"(?:\b(?i:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
     r"((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+(?:[A-Z][\w&.-]*|&))*)"
     r"|((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+[A-Z][\w&.-]*)*)(?:'s|’s)\b")
 

@@ -123,3 +123,12 @@ def test_delete_job_runs_in_the_instance(two_documents):
     assert two_documents["store"].ok_doc_ids() == {DOC_A}
     keys = two_documents["instance"].get_dynamic_partitions("documents")
     assert keys == [f"{DOC_A}.pdf-{DOC_A}"]
+
+
+def test_delete_takes_a_partition_key_as_the_ui_shows_it():
+    from h3.pipelines.cli.delete import resolve_targets
+
+    rows = [{"doc_id": "3f9a1c2b4d5e6f70", "source": "/in/annual-report.pdf"}]
+    assert resolve_targets(rows, ["annual-report.pdf-3f9a1c2b4d5e6f70"]) == (["3f9a1c2b4d5e6f70"], [])
+    assert resolve_targets(rows, ["3f9a1c2b4d5e6f70"]) == (["3f9a1c2b4d5e6f70"], [])
+    assert resolve_targets(rows, ["other.pdf-0000000000000000"]) == ([], ["other.pdf-0000000000000000"])
