@@ -76,7 +76,7 @@ def table_lines(text: str, query: str, rows: int = TABLE_ROWS,
     how many were left out. None when the text holds no markdown table (`| a | b |` lines)."""
     from h3.resources.recall.text import stems
 
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    lines = [row for ln in text.splitlines() if ln.strip() for row in _unflatten(ln.strip())]
     start = next((i for i, ln in enumerate(lines) if ln.startswith("|")), None)
     if start is None:
         return None
@@ -124,3 +124,23 @@ def table_lines(text: str, query: str, rows: int = TABLE_ROWS,
         out.append(f"… {left_out} more rows")
     out += [" ".join(ln.split()) for ln in lines[end:]]
     return out
+
+
+def _unflatten(line: str) -> list[str]:
+    """A markdown table written on one line (structure recall stores a table's text with its
+    line breaks turned to spaces: `| a | b | |---|---| | 1 | 2 |`) back as one line a row; any
+    other line as it is. The rule row gives the column count n; rows are then n cells each, one
+    empty cell (the `| |` between two rows) apart."""
+    if not line.startswith("|"):
+        return [line]
+    cells = [c.strip() for c in line.strip().strip("|").split("|")]
+    first = next((i for i, c in enumerate(cells) if _RULE.fullmatch(c)), None)
+    if first is None or first == 0 or cells[first - 1] != "":
+        return [line]  # no rule row inside the line: a row of its own, or not a table
+    n = first - 1  # the header's cells come before the empty boundary cell
+    if n < 1 or any(not _RULE.fullmatch(c) for c in cells[first:first + n]):
+        return [line]
+    rows = [cells[i:i + n] for i in range(0, len(cells), n + 1)]
+    if any(len(r) != n for r in rows):
+        return [line]
+    return ["| " + " | ".join(r) + " |" for r in rows]

@@ -62,3 +62,14 @@ def test_recall_text_output_renders_table_hits_and_json_keeps_the_text(monkeypat
     assert out[2:] == [f"       {line}" for line in table_lines(STATEMENT, "gross margin")]
     assert main(["recall", "gross margin", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)[0]["hits"][0]["text"] == STATEMENT
+
+
+def test_a_table_stored_on_one_line_is_shown_as_rows():
+    """Structure recall keeps a table's text with its line breaks turned to spaces."""
+    from h3.pipelines.cli.annotate import table_lines
+
+    flat = ("| Quarter | Revenue | New orders | |---|---|---| | Q1 2023 | 10.4 | 12.1 | "
+            "| Q2 2023 | 11.9 | |")
+    assert table_lines(flat, "quarterly revenue") == [
+        "Quarter  Revenue  New orders", "-------  -------  ----------",
+        "Q1 2023     10.4        12.1", "Q2 2023     11.9"]
