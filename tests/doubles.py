@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -131,3 +132,23 @@ class MemoryStore(DocumentStore):
     @staticmethod
     def _pick(row: Row, columns: Sequence[str] | None) -> Row:
         return {c: row.get(c) for c in columns} if columns else dict(row)
+
+
+@contextmanager
+def scripted_intents(register: Callable[[], None], pages: int) -> Iterator:
+    """A recall context whose router knows only the intents `register()` registers, over a
+    one-document in-memory store ("d", `pages` pages); the real intents come back afterwards."""
+    from h3.resources.recall import INTENTS
+    from h3.resources.recall.router import _load_intents, make_context
+
+    _load_intents()  # the real ones first, so that recall() does not register them over ours
+    saved = dict(INTENTS)
+    INTENTS.clear()
+    try:
+        register()
+        store = MemoryStore()
+        store.upsert_document({"doc_id": "d", "source": "d.pdf", "status": "ok", "pages": pages})
+        yield make_context(store, embed=HashEmbedder().encode)
+    finally:
+        INTENTS.clear()
+        INTENTS.update(saved)

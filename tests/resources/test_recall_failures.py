@@ -10,9 +10,9 @@ import pymupdf
 import pytest
 
 from h3.ontology.document import Hit
-from h3.resources.recall import INTENTS, recall, register_intent
-from h3.resources.recall.router import _load_intents, make_context
-from tests.doubles import HashEmbedder, MemoryStore
+from h3.resources.recall import recall, register_intent
+from h3.resources.recall.router import _load_intents
+from tests.doubles import MemoryStore, scripted_intents
 
 
 def test_an_intent_module_that_cannot_be_imported_is_an_error(monkeypatch):
@@ -31,19 +31,14 @@ def ctx():
     """The real relation detector, scripted handlers, the in-memory store."""
     from h3.resources.recall.relation import detect_relation
 
-    _load_intents()
-    saved = dict(INTENTS)
-    INTENTS.clear()
     text = [Hit("d", "d.pdf", 1, (0.0, 0.0, 10.0, 10.0), "text", "revenue", 0.9, "text")]
-    register_intent("text", lambda ctx, q, k: text, always_in_auto=True)
-    register_intent("relation", lambda ctx, q, k: [], detect=detect_relation)
-    store = MemoryStore()
-    store.upsert_document({"doc_id": "d", "source": "d.pdf", "status": "ok", "pages": 3})
-    try:
-        yield make_context(store, embed=HashEmbedder().encode)
-    finally:
-        INTENTS.clear()
-        INTENTS.update(saved)
+
+    def register() -> None:
+        register_intent("text", lambda ctx, q, k: text, always_in_auto=True)
+        register_intent("relation", lambda ctx, q, k: [], detect=detect_relation)
+
+    with scripted_intents(register, pages=3) as context:
+        yield context
 
 
 def test_a_failing_detector_is_said_in_the_result(ctx, monkeypatch, caplog):

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from h3.ontology.document import Hit
-from h3.resources.recall import INTENTS, Ranked, recall, register_intent
-from h3.resources.recall.router import _load_intents, fuse, make_context
-from tests.doubles import HashEmbedder, MemoryStore
+from h3.resources.recall import Ranked, recall, register_intent
+from h3.resources.recall.router import fuse
+from tests.doubles import scripted_intents
 
 
 def hit(page: int, score: float, via: str, x: float = 0.0) -> Hit:
@@ -18,22 +18,17 @@ def hit(page: int, score: float, via: str, x: float = 0.0) -> Hit:
 @pytest.fixture
 def scripted():
     """Intents that return fixed lists: text (always), structure (huge scores), relation."""
-    _load_intents()  # the real ones first, so that recall() does not register them over ours
-    saved = dict(INTENTS)
-    INTENTS.clear()
     text = [hit(1, 0.9, "text"), hit(2, 0.8, "text"), hit(3, 0.7, "text")]
     structure = [hit(7, 100.0, "structure", 50), hit(8, 99.0, "structure", 50)]
     relation = Ranked([hit(2, 1.5, "relation")], context=[hit(9, 0.35, "relation")])
-    register_intent("text", lambda ctx, q, k: text, always_in_auto=True)
-    register_intent("structure", lambda ctx, q, k: structure, detect=lambda q: "figure" in q)
-    register_intent("relation", lambda ctx, q, k: relation, detect=lambda q: "who" in q)
-    store = MemoryStore()
-    store.upsert_document({"doc_id": "d", "source": "d.pdf", "status": "ok", "pages": 20})
-    try:
-        yield make_context(store, embed=HashEmbedder().encode)
-    finally:
-        INTENTS.clear()
-        INTENTS.update(saved)
+
+    def register() -> None:
+        register_intent("text", lambda ctx, q, k: text, always_in_auto=True)
+        register_intent("structure", lambda ctx, q, k: structure, detect=lambda q: "figure" in q)
+        register_intent("relation", lambda ctx, q, k: relation, detect=lambda q: "who" in q)
+
+    with scripted_intents(register, pages=20) as context:
+        yield context
 
 
 def pages(result: dict) -> list[tuple[str, int]]:
