@@ -23,8 +23,7 @@ from h3.assets._batch import markdown_table, per_document, summary_metadata
 from h3.assets._facts import cross_check, extract_facts
 from h3.assets.partitioning import document_asset
 from h3.resources.answers import document_chunks
-from h3.resources.answers.ask import NO_REPEAT_NGRAM
-from h3.resources.answers.grounding import check
+from h3.resources.answers.ask import checked_generation
 from h3.resources.runtime import H3RuntimeResource
 from h3.resources.store import DocumentStoreResource, sql_str
 from h3.resources.store.tables import ANALYSIS, CROSS_CHECKS
@@ -41,11 +40,11 @@ def _ask_document(runtime, db, doc_id: str, question: str, max_new_tokens: int
     chunks = runtime.fit_chunks(document_chunks(db, doc_id))
     if not chunks:
         raise ValueError(f"document {doc_id}: no chunks in the document store")
-    answer = runtime.answer(runtime.document_segments(doc_id, chunks, question), max_new_tokens,
-                            no_repeat_ngram=NO_REPEAT_NGRAM)
-    verdict = check(answer.text, [c.text for c in chunks], question)
-    stats = {**answer.stats, "grounding": {"model_text": answer.text, **verdict.to_json()}}
-    return (answer.text if verdict.grounded else ""), stats
+    generated, grounding = checked_generation(
+        runtime, runtime.document_segments(doc_id, chunks, question), [c.text for c in chunks],
+        question, max_new_tokens)
+    return (generated.text if grounding["grounded"] else ""), {**generated.stats,
+                                                               "grounding": grounding}
 
 
 def _replace_rows(db, doc_id: str, kinds: tuple[str, ...], rows: list[dict]) -> None:

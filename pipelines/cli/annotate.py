@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import re
 
-from h3.resources.answers.ask import WEAK_SCORE, notes_of
+from h3.resources.answers.ask import WEAK_SCORE, notes_of, weak_match
 
 __all__ = ["WEAK_SCORE", "is_weak", "notes_of", "snippet", "table_lines", "weak_line"]
 
 
 def is_weak(hits: list[dict]) -> bool:
     """True when there are hits and the best one scores below WEAK_SCORE."""
-    return bool(hits) and max(float(h.get("score") or 0.0) for h in hits) < WEAK_SCORE
+    return weak_match(hits) is not None
 
 
 def weak_line(hits: list[dict]) -> str | None:
-    if not is_weak(hits):
-        return None
-    best = max(float(h.get("score") or 0.0) for h in hits)
-    return (f"  weak match: best score {best:.3f} < {WEAK_SCORE} (the answer may not be in "
-            "the store)")
+    """The weak-match mark as `h3 recall` prints it under a query (`h3 ask` refuses with it)."""
+    reason = weak_match(hits)
+    return f"  {reason}" if reason else None
 
 
 SNIPPET_WIDTH = 110

@@ -40,7 +40,11 @@ NO_WORDS = "the recalled evidence shares no content word with the question"
 
 def document_chunks(db: DocumentStore, doc_id: str) -> list[ChunkText]:
     """The document's chunks from the document store, in reading order (chunk ids end in :c<i>)."""
-    return [ChunkText(r["chunk_id"], int(r["page"]), r["text"]) for r in _chunk_rows(db, doc_id)]
+    return [_chunk_text(r) for r in _chunk_rows(db, doc_id)]
+
+
+def _chunk_text(row: dict) -> ChunkText:
+    return ChunkText(row["chunk_id"], int(row["page"]), row["text"])
 
 
 def _chunk_rows(db: DocumentStore, doc_id: str) -> list[dict]:
@@ -65,19 +69,24 @@ def refusal_reason(recalled: dict) -> str | None:
     absent = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
     if absent:
         return absent[0]
-    hits = recalled["hits"]
-    if not hits:
+    if not recalled["hits"]:
         return "nothing recalled (is the store empty? run `h3 index-build`)"
+    return weak_match(recalled["hits"])
+
+
+def weak_match(hits: list[dict]) -> str | None:
+    """"weak match: ..." when there are hits and the best scores below WEAK_SCORE, else None."""
+    if not hits:
+        return None
     best = max(float(h.get("score") or 0.0) for h in hits)
-    if best < WEAK_SCORE:
-        return (f"weak match: best score {best:.3f} < {WEAK_SCORE} (the answer may not be in "
-                "the store)")
-    return None
+    if best >= WEAK_SCORE:
+        return None
+    return f"weak match: best score {best:.3f} < {WEAK_SCORE} (the answer may not be in the store)"
 
 
-def document_evidence(db: DocumentStore, doc_id: str) -> list[dict]:
-    """Every chunk of one stored document as evidence hits (raises LookupError naming it when
-    it is not stored or did not ingest)."""
+def document_evidence(db: DocumentStore, doc_id: str) -> tuple[list[dict], list[ChunkText]]:
+    """Every chunk of one stored document, as evidence hits and as the model's chunks (raises
+    LookupError naming it when it is not stored or did not ingest)."""
     doc = db.get_document(doc_id)
     if doc is None or doc.get("status") != "ok":
         state = "not in the store" if doc is None else f"status {doc.get('status')}"
@@ -85,9 +94,10 @@ def document_evidence(db: DocumentStore, doc_id: str) -> list[dict]:
     rows = _chunk_rows(db, doc_id)
     if not rows:
         raise LookupError(f"document {doc_id}: it has no text chunks")
-    return [{"doc_id": doc_id, "source": doc.get("source"), "page": int(r["page"]),
-             "bbox": list(r.get("bbox") or []), "kind": "text", "text": r["text"],
-             "score": 0.0, "via": "document"} for r in rows]
+    evidence = [{"doc_id": doc_id, "source": doc.get("source"), "page": int(r["page"]),
+                 "bbox": list(r.get("bbox") or []), "kind": "text", "text": r["text"],
+                 "score": 0.0, "via": "document"} for r in rows]
+    return evidence, [_chunk_text(r) for r in rows]
 
 
 def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int = 5,
@@ -102,8 +112,9 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
     if doc_id:
         with contextlib.suppress(ValueError):  # a partition key as the UI shows it: its doc_id
             doc_id = doc_id_of_partition(doc_id)
-        evidence = document_evidence(db, doc_id)
+        evidence, chunks = document_evidence(db, doc_id)
     else:
+        chunks = []
         from h3.resources.recall import recall
 
         recalled = recall(db, [question], k=k)[0]
@@ -118,7 +129,7 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
     shown = _quoted_hits(evidence, quotes, k) if doc_id else evidence
     answer = Answer(question, quotes[0]["text"], quotes=quotes, evidence=shown)
     if runtime is not None:
-        _generate(answer, runtime(), db, doc_id, evidence, max_new_tokens, reuse)
+        _generate(answer, runtime(), doc_id, evidence, chunks, max_new_tokens, reuse)
     return answer
 
 
@@ -128,12 +139,13 @@ def _quoted_hits(evidence: list[dict], quotes: list[dict], k: int) -> list[dict]
     return [h for h in evidence if (h["doc_id"], h["page"]) in pages][:k]
 
 
-def _generate(answer: Answer, runtime: ReuseRuntime, db: DocumentStore, doc_id: str | None,
-              evidence: list[dict], max_new_tokens: int, reuse: bool) -> None:
-    """Runs the model over the evidence; keeps its text only if grounded; fills the stats."""
+def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidence: list[dict],
+              doc_chunks: list[ChunkText], max_new_tokens: int, reuse: bool) -> None:
+    """Runs the model over the evidence (a whole document: `doc_chunks`, its leading ones
+    that fit); keeps its text only if grounded; fills the stats."""
     doc_kv: dict = {}
     if doc_id:
-        chunks = runtime.fit_chunks(document_chunks(db, doc_id))
+        chunks = runtime.fit_chunks(doc_chunks)
         given = [c.text for c in chunks]
         if reuse and runtime.store.find(doc_id, runtime.model_key) is None:
             # computed here, stored, then read back below: the stats say so instead of
@@ -149,9 +161,20 @@ def _generate(answer: Answer, runtime: ReuseRuntime, db: DocumentStore, doc_id: 
         given = [h["text"] for h in evidence]
         pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in evidence]
         segments = runtime.evidence_segments(pieces, answer.question)
+    generated, grounding = checked_generation(runtime, segments, given, answer.question,
+                                              max_new_tokens, reuse)
+    answer.generated = generated.text if grounding["grounded"] else None
+    answer.grounding = grounding
+    answer.stats = {**generated.stats, **doc_kv}
+
+
+def checked_generation(runtime: ReuseRuntime, segments: list, given: list[str], question: str,
+                       max_new_tokens: int, reuse: bool = True) -> tuple:
+    """The model's answer over `segments` (it cannot loop: NO_REPEAT_NGRAM) and its check
+    against the texts it was `given`: (the runtime's Answer, {"checked", "model_text",
+    "grounded", "unsupported_figures", "unsupported_names"}). Used by `ask` and the analysis
+    assets, so every generated text a user sees passed the same check."""
     generated = runtime.answer(segments, max_new_tokens, reuse=reuse,
                                no_repeat_ngram=NO_REPEAT_NGRAM)
-    verdict = check(generated.text, given, answer.question)
-    answer.generated = generated.text if verdict.grounded else None
-    answer.grounding = {"checked": True, "model_text": generated.text, **verdict.to_json()}
-    answer.stats = {**generated.stats, **doc_kv}
+    verdict = check(generated.text, given, question)
+    return generated, {"checked": True, "model_text": generated.text, **verdict.to_json()}
