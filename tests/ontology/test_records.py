@@ -10,11 +10,13 @@ from h3.ontology.records import (
     ChunkRecord,
     ChunksRecord,
     DocumentRecord,
+    EmbeddingsRecord,
     FiguresRecord,
     LayoutRecord,
     OcrRecord,
     RegionRecord,
     StageFailure,
+    StoredRecord,
     TablesRecord,
     read_payload,
 )
@@ -75,6 +77,14 @@ CHUNK = {"doc_id": "d", "chunk_id": "d:c0", "page": 1, "bbox": [56.0, 56.0, 540.
          "kind": "table", "token_count": 12, "region_ids": ["d:p1:r0"]}
 CHUNKS = {"source": "/corpus/report.pdf", "regions": [REGION], "chunks": [CHUNK],
           "warnings": [], "status": "ok", **TIMES}
+EMBEDDINGS = {"status": "ok", "source": "/corpus/report.pdf",
+              "vectors": [[0.1, -0.25, 0.0], [0.5, 0.5, 0.707107]],
+              "vectors_ml": {"1": [0.3, 0.3, 0.9]}, **TIMES}  # JSON keys: strings
+EMBEDDINGS_EN = {"status": "ok", "source": "/corpus/report.pdf", "vectors": [], **TIMES}
+STORED = {"status": "ok", "source": "/corpus/report.pdf", "pages": 2, "regions": 7,
+          "chunks": 3, "replaced": ["0123456789abcdef"], **TIMES}
+STORED_ML = {"status": "ok", "source": "/corpus/report.pdf", "pages": 2, "regions": 7,
+             "chunks": 3, "chunks_ml": 1, "replaced": [], **TIMES}
 FAILED = {"status": "failed", "reason": "report.pdf: truncated PDF", "source": "report.pdf",
           **TIMES}
 
@@ -82,7 +92,9 @@ FAILED = {"status": "failed", "reason": "report.pdf: truncated PDF", "source": "
 @pytest.mark.parametrize(("record", "payload"), [
     (DocumentRecord, DOCUMENT), (LayoutRecord, LAYOUT), (TablesRecord, TABLES),
     (FiguresRecord, FIGURES), (OcrRecord, OCR), (OcrRecord, OCR_OFF), (RegionRecord, REGION),
-    (ChunkRecord, CHUNK), (ChunksRecord, CHUNKS), (StageFailure, FAILED),
+    (ChunkRecord, CHUNK), (ChunksRecord, CHUNKS), (EmbeddingsRecord, EMBEDDINGS),
+    (EmbeddingsRecord, EMBEDDINGS_EN), (StoredRecord, STORED), (StoredRecord, STORED_ML),
+    (StageFailure, FAILED),
 ])
 def test_each_record_round_trips_its_payload(record, payload):
     read = record.from_json(json.loads(json.dumps(payload)))
@@ -100,6 +112,9 @@ def test_records_are_typed_views_of_the_payload():
     assert OcrRecord.from_json(OCR_OFF).errors is None
     chunks = ChunksRecord.from_json(CHUNKS)
     assert chunks.chunks[0].region_ids == (chunks.regions[0].region_id,)
+    assert EmbeddingsRecord.from_json(EMBEDDINGS).vectors[1] == (0.5, 0.5, 0.707107)
+    assert StoredRecord.from_json(STORED_ML).counts() == {"regions": 7, "chunks": 3,
+                                                          "chunks_ml": 1}
 
 
 def test_without_timings_and_with_unknown_keys():
@@ -118,18 +133,21 @@ def test_read_payload_tells_ok_from_failed():
 
 
 STAGED = {"documents": DocumentRecord, "layout": LayoutRecord, "tables": TablesRecord,
-          "figures": FiguresRecord, "ocr": OcrRecord, "chunks": ChunksRecord}
+          "figures": FiguresRecord, "ocr": OcrRecord, "chunks": ChunksRecord,
+          "embeddings": EmbeddingsRecord, "cold_store": StoredRecord}
 
 
 @pytest.mark.slow
 def test_files_the_stages_stage_read_back_as_records(h3_home, sample_corpus):
-    """The first six stages run on a sample PDF: each staged file reads as its record, and the
-    record writes the file's JSON back unchanged."""
+    """The eight ingestion stages run on a sample PDF: each staged file reads as its record, and
+    the record writes the file's JSON back unchanged."""
     from h3.assets.chunks import chunks
     from h3.assets.documents import documents
+    from h3.assets.embeddings import embeddings
     from h3.assets.figures import figures
     from h3.assets.layout import layout
     from h3.assets.ocr import ocr
+    from h3.assets.store import cold_store
     from h3.assets.tables import tables
     from h3.pipelines.definitions import RESOURCES
     from h3.pipelines.registry import register
@@ -138,7 +156,8 @@ def test_files_the_stages_stage_read_back_as_records(h3_home, sample_corpus):
     doc_id = register(open_store(), sample_corpus / "annual_report.pdf").doc_id
     instance = DagsterInstance.ephemeral()
     instance.add_dynamic_partitions("documents", [doc_id])
-    result = materialize([documents, layout, tables, figures, ocr, chunks], partition_key=doc_id,
+    result = materialize([documents, layout, tables, figures, ocr, chunks, embeddings, cold_store],
+                         partition_key=doc_id,
                          instance=instance, resources=RESOURCES)
     assert result.success
     read = {}
@@ -151,3 +170,8 @@ def test_files_the_stages_stage_read_back_as_records(h3_home, sample_corpus):
     assert any(t.origin == "find_tables" for t in read["tables"].tables)
     assert read["figures"].figures[0].caption.startswith("Figure 1")
     assert {c.kind for c in read["chunks"].chunks} >= {"text", "table"}
+    assert len(read["embeddings"].vectors) == len(read["chunks"].chunks)
+    assert len(read["embeddings"].vectors[0]) == 384
+    stored = read["cold_store"]
+    assert stored.chunks == len(read["chunks"].chunks) == len(open_store().rows(
+        "chunks", f"doc_id = '{doc_id}'", ["chunk_id"]))

@@ -111,14 +111,10 @@ def test_two_workers_on_postgres_store_what_one_process_does(ingested_sample, po
         instance.dispose()
 
 
-def _payloads(n_chunks: int) -> tuple[dict, dict, dict]:
-    doc = {"source": "/corpus/a.pdf", "pages": 1, "title": "a", "status": "ok"}
-    chunks = [{"doc_id": "d1", "chunk_id": f"d1:c{i}", "page": 1, "text": f"chunk {i} text"}
-              for i in range(n_chunks)]
-    regions = [{"doc_id": "d1", "region_id": f"d1:p1:r{i}", "page": 1, "kind": "text",
-                "text": f"chunk {i} text"} for i in range(n_chunks)]
-    vectors = {"status": "ok", "vectors": [[1.0] + [0.0] * 383 for _ in range(n_chunks)]}
-    return doc, {"status": "ok", "chunks": chunks, "regions": regions}, vectors
+def _payloads(n_chunks: int) -> tuple:
+    from benchmarks.documents.scaleout import synthetic_document
+
+    return synthetic_document("d1", n_chunks, lambda k: [1.0] + [0.0] * 383)
 
 
 def test_concurrent_writers_of_one_document_leave_one_copy(tmp_path):
