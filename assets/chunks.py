@@ -16,7 +16,8 @@ from h3.ontology.records import (
     OcrRecord,
     TablesRecord,
 )
-from h3.resources.models.embedder import MAX_TOKENS, SbertEmbedderResource
+from h3.resources.models.embedder import MAX_TOKENS
+from h3.resources.models.embedder_resource import SbertEmbedderResource
 
 
 def document_warnings(doc: DocumentRecord, ocr: OcrRecord, chunks: list[ChunkRecord]

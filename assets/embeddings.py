@@ -11,7 +11,7 @@ from h3.assets._multilingual import multilingual_vectors
 from h3.assets.partitioning import document_asset
 from h3.ontology.ids import doc_id_of_partition
 from h3.ontology.records import ChunksRecord, EmbeddingsRecord, StageFailure, read_payload
-from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.models.embedder_resource import SbertEmbedderResource
 from h3.resources.models.multilingual import configured_mode
 
 

@@ -25,7 +25,7 @@ from pydantic import Field
 
 from h3.assets._batch import per_document, summary_metadata
 from h3.assets.partitioning import document_asset
-from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.models.embedder_resource import SbertEmbedderResource
 from h3.resources.semantic.artifacts import pca_path
 from h3.resources.semantic.pca import PcaModel, fit_pca
 from h3.resources.semantic.tokens import (

@@ -10,7 +10,7 @@ from h3.assets._batch import per_document, summary_metadata
 from h3.assets._page_space import page_box
 from h3.assets.documents import unreadable
 from h3.assets.partitioning import document_asset
-from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.models.embedder_resource import SbertEmbedderResource
 from h3.resources.recall.structure import EXACT_LIMIT
 from h3.resources.semantic.structures import STRUCTURAL_KINDS, structure_rows
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str

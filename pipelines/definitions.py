@@ -28,7 +28,7 @@ from h3.pipelines.schedules import reindex_job, reindex_schedule
 from h3.pipelines.semantic import SEMANTIC_ASSETS, SEMANTIC_CHECKS
 from h3.pipelines.sensors import inbox_sensor
 from h3.resources.json_io import JsonOutputIOManager
-from h3.resources.models.embedder import SbertEmbedderResource
+from h3.resources.models.embedder_resource import SbertEmbedderResource
 from h3.resources.models.layout import LayoutModelResource
 from h3.resources.models.ocr import OcrResource
 from h3.resources.runtime import H3RuntimeResource

@@ -90,7 +90,12 @@ def score(rows: list[dict]) -> dict:
 
 
 def swap_company(question: str, company: str, other: str) -> str:
-    return re.sub(re.escape(company), other, question, flags=re.IGNORECASE)
+    """The question about `other` instead of `company`. The company's other name in the
+    question goes too ("Block (formerly known as Square)" -> "Tesla", not "Tesla (formerly
+    known as Square)"): that question says it is about the stored company under a new name,
+    and `h3 ask` answers it from that company's filings with a note, as it should."""
+    swapped = re.sub(re.escape(company), other, question, flags=re.IGNORECASE)
+    return re.sub(r"\s*\((?:formerly|previously|now)\b[^)]*\)", "", swapped, flags=re.I)
 
 
 def shell_seconds(home: Path, questions: list[str], model: bool) -> dict:

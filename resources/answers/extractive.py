@@ -3,7 +3,9 @@ question, quoted verbatim with their file, page and box.
 
 Each hit is cut into candidates: prose into sentences (a period inside a number or an
 abbreviation does not end one, so "$1,577.0 million" stays whole), a table into its body rows,
-each row read with its column headers ("Purchases of equipment: 2023 (1,577); 2022 (1,373)").
+each row read with its column headers ("Purchases of equipment: 2023 (1,577); 2022 (1,373)"),
+a "$" or "%" cell glued to its figure. A statement that PDF text lays out one cell a line (a
+label line, then its figure lines) is read as rows the same way (statement_rows).
 A candidate scores by the question's content words it holds, each weighted by how rare it is
 among the candidates (a word every sentence has decides nothing), plus a little for holding a
 figure when the question asks for one, for naming a year the question names, and - for a table
@@ -27,6 +29,7 @@ MAX_QUOTE_CHARS = 400  # a longer sentence is cut around its matching words ("�
 FIGURE_BONUS = 0.15  # of the question's total word weight: a figure where one is asked for
 YEAR_BONUS = 0.10  # a year the question names
 RANK_BONUS = 0.2  # the first recalled hit (recall ranks the evidence page first most often); later ones less, linearly
+MAX_LABEL_CHARS = 120  # a statement line item's label is no longer than this
 LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in other words
 
 # The names financial statements give one metric (US GAAP and IFRS wording): a question uses one,
@@ -80,26 +83,112 @@ def table_title(text: str) -> str:
                     not ln.strip().startswith("|"))
 
 
+# a cell or line that is only a figure, or a unit glued to one: "$", "5,363", "(1,577)", "14.8 %",
+# "—" (a nil figure); a statement laid out one cell a line is a label line followed by these
+_FIGURE_CELL = re.compile(r"\(?\$?\s*\(?-?\d[\d,]*(?:\.\d+)?\)?\s*%?\)?|[$%)(]|[—–-]{1,2}")
+_YEARS_CELL = re.compile(r"(?:(?:fy|fiscal|year|december|june|september|march)[^\d]{0,12})?"
+                         r"(?:19|20)\d\d", re.I)
+
+
+def _figure(cell: str) -> bool:
+    return bool(_FIGURE_CELL.fullmatch(cell.strip())) and not _YEARS_CELL.fullmatch(cell.strip())
+
+
+def _glue_units(cells: list[str]) -> list[str]:
+    """Cells with a lone "$" or "(" joined to the figure after them, a lone "%" or ")" to the one
+    before: "$ | 5,363" -> "$5,363", "14.8 | %" -> "14.8%" (a figure is quoted with its unit)."""
+    out: list[str] = []
+    pending = ""
+    for cell in cells:
+        c = cell.strip()
+        if c in ("$", "(", "$(", "($"):
+            pending += c
+            continue
+        if not c:  # an empty cell between "$" and its figure
+            out.append("")
+            continue
+        if c in ("%", ")", "%)") and out and out[-1]:
+            out[-1] += c
+            out.append("")  # keep the column count (headers are zipped by position)
+            continue
+        out.append(pending + c)
+        pending = ""
+    return out
+
+
+def _row_text(label: str, values: list[str], heads: list[str]) -> str:
+    """"label: head value; head value" (heads when one per value, else values alone)."""
+    if len(heads) != len(values):
+        heads = [""] * len(values)
+    parts = [f"{h} {v}".strip() for h, v in zip(heads, values, strict=True)]
+    return f"{label}: " + "; ".join(parts) if label else "; ".join(parts)
+
+
 def table_rows(text: str) -> list[str] | None:
-    """A markdown table chunk's body rows read with their headers, or None for prose. The lines
-    above the table (its title, the section) are not rows; the |---| line and the header are
-    folded into each row."""
+    """A markdown table chunk's body rows read with their column headers, or None for prose.
+    The lines above the table (its title, the section) are not rows; the |---| line and the
+    header are folded into each row. A header row that is itself a line item with figures
+    ("| Total assets | $ | 83,402 |") is a row too; its figures are no column heads. A table
+    of one column (a statement laid out one cell a row) is read as statement lines."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     grid = [ln for ln in lines if ln.startswith("|")]
     if len(grid) < 3 or not any(set(ln) <= set("|-: ") for ln in grid):
         return None
-    cells = [[c.strip() for c in ln.strip("|").split("|")] for ln in grid]
+    cells = [_glue_units([c.strip() for c in ln.strip("|").split("|")]) for ln in grid]
     rule = next(i for i, ln in enumerate(grid) if set(ln) <= set("|-: "))
-    header = [" ".join(col) for col in zip(*cells[:rule], strict=False)] if rule else []
+    body = [r for r in cells[rule + 1:]]
+    if max(len([c for c in r if c]) for r in cells) <= 1:  # one cell a row
+        return statement_rows([c for i, r in enumerate(cells) if i != rule for c in r if c])[0]
+    heads: list[str] = []
+    for row in cells[:rule]:
+        if any(_figure(c) for c in row[1:] if c):  # a data row in the header's place
+            body.insert(0, row)
+        else:
+            heads = [h for h in row[1:] if h] or heads
     rows = []
-    for row in cells[rule + 1:]:
-        label, values = row[0], row[1:]
-        if not any(values):
+    for row in body:
+        label, values = row[0], [v for v in row[1:] if v]
+        if not values:
             continue
-        heads = header[1:] if header else [""] * len(values)
-        parts = [f"{h} {v}".strip() for h, v in zip(heads, values, strict=False) if v]
-        rows.append(f"{label}: " + "; ".join(parts) if label else "; ".join(parts))
+        rows.append(_row_text(label, values, heads))
     return rows
+
+
+def statement_rows(lines: list[str]) -> tuple[list[str], set[int]]:
+    """Statement lines laid out one cell a line (PDF text, one-column tables): each label line
+    followed by its figure lines, read as one row "label: 2018 $5,363; 2017 $4,869" (the
+    column heads: the last run of year lines before it, when one per figure). Also the indices
+    of the lines the rows were made of."""
+    rows: list[str] = []
+    used: set[int] = set()
+    heads: list[str] = []
+    years: list[str] = []
+    label, at, values = "", -1, []
+
+    def flush() -> None:
+        glued = [v for v in _glue_units(values) if v]
+        # one bare small number after a line is a page number or a note mark, not a figure
+        lone = len(glued) == 1 and re.fullmatch(r"\d{1,3}", glued[0])
+        if label and glued and not lone and any(ch.isdigit() for v in glued for ch in v):
+            rows.append(_row_text(label, glued, heads))
+            used.update(range(at, at + 1 + len(values)))
+
+    for i, line in enumerate(lines):
+        cell = line.strip()
+        if _YEARS_CELL.fullmatch(cell):
+            years.append(cell)
+            continue
+        if years:
+            heads, years = years, []
+        if _figure(cell) and label:
+            values.append(cell)
+            continue
+        flush()
+        # a line item's label is short and no sentence's end (prose lines are not labels)
+        is_label = not _figure(cell) and len(cell) <= MAX_LABEL_CHARS and not cell.endswith(".")
+        label, at, values = (cell, i, []) if is_label else ("", -1, [])
+    flush()
+    return rows, used
 
 
 def sentences(text: str) -> list[str]:
@@ -116,8 +205,14 @@ def candidates(hits: list[dict]) -> list[Candidate]:
         if rows is not None:
             title = table_title(text)
             out.extend(Candidate(r, hit, rank, "table_row", title) for r in rows)
-        else:
-            out.extend(Candidate(s, hit, rank, "sentence") for s in sentences(text))
+            continue
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        rows, used = statement_rows(lines)
+        if rows:  # a statement in prose's clothes: its rows, and the sentences of the rest
+            title = " ".join(lines[:3])
+            out.extend(Candidate(r, hit, rank, "table_row", title) for r in rows)
+            text = "\n".join(ln for i, ln in enumerate(lines) if i not in used)
+        out.extend(Candidate(s, hit, rank, "sentence") for s in sentences(text))
     return out
 
 

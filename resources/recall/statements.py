@@ -93,8 +93,11 @@ LINE_ITEMS: dict[str, tuple[str, ...]] = {
 }
 # a figure within a few non-letter characters after the item: "| 1,234 |", "$ (56)", "12.5"
 LINE_ITEM_FIGURE = r"[^a-z0-9]{0,12}\(?\$?\s*\(?\d[\d,]*(?:\.\d+)?"
-_LINE_ITEMS = {s: [re.compile(r"(?<![a-z])(?:" + item + ")" + LINE_ITEM_FIGURE)
-                   for item in items] for s, items in LINE_ITEMS.items()}
+# No "(?<![a-z])" in the pattern: a leading look-behind keeps the regex engine from skipping
+# ahead to the item's first letters, and each query scans every page of the recalled documents
+# (~3.5x slower over a store's 2,500 pages). _reports checks the word start instead.
+_LINE_ITEMS = {s: [re.compile(r"(?:" + item + ")" + LINE_ITEM_FIGURE) for item in items]
+               for s, items in LINE_ITEMS.items()}
 MIN_LINE_ITEMS = 4  # distinct line items with figures that make a page a statement's
 MIN_LINE_ITEMS_TITLED = 2  # ... when one of its chunks opens with the statement's title
 TITLE_WINDOW = 160  # a statement's title sits in the first characters of a chunk
@@ -114,7 +117,17 @@ def asked_statements(query: str) -> dict[str, float]:
 def line_items(text: str) -> dict[str, int]:
     """statement -> how many of its distinct line items the text reports with a figure."""
     flat = " ".join(text.lower().split())
-    return {s: sum(bool(p.search(flat)) for p in patterns) for s, patterns in _LINE_ITEMS.items()}
+    return {s: sum(_reports(p, flat) for p in patterns) for s, patterns in _LINE_ITEMS.items()}
+
+
+def _reports(pattern: re.Pattern, flat: str) -> bool:
+    """`pattern` matches `flat` at a word start (not inside a word: "subtotal assets")."""
+    pos = 0
+    while (m := pattern.search(flat, pos)) is not None:
+        if m.start() == 0 or not "a" <= flat[m.start() - 1] <= "z":
+            return True
+        pos = m.start() + 1
+    return False
 
 
 def classify_page(texts: list[str]) -> dict[str, int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from h3.resources.answers.extractive import extract, sentences, table_rows
+from h3.resources.answers.extractive import extract, sentences, statement_rows, table_rows
 from h3.resources.answers.grounding import check, figure_value, figures, names
 from h3_runtime.decode import greedy_decode
 
@@ -28,6 +28,45 @@ def test_a_table_row_is_read_with_its_column_headers():
     assert rows[1] == ("Purchases of property, plant and equipment: 2023 (1,577); 2022 (1,373); "
                        "2021 (1,420)")
     assert table_rows(PROSE) is None
+
+
+# a statement as PDF text gives it: one cell a line, "$" apart from its figure
+CASH_FLOWS_LINES = """Acme Corp and Subsidiaries
+Consolidated Statement of Cash Flows
+(Millions)
+2023
+2022
+Net income
+$
+5,363
+$
+4,869
+Purchases of property, plant and equipment
+(1,577)
+(1,373)
+Capital spending rose in 2023 as planned.
+12"""
+
+
+def test_a_statement_laid_out_one_cell_a_line_is_read_as_rows():
+    rows, used = statement_rows(CASH_FLOWS_LINES.splitlines())
+    assert rows == ["Net income: 2023 $5,363; 2022 $4,869",
+                    "Purchases of property, plant and equipment: 2023 (1,577); 2022 (1,373)"]
+    assert used == set(range(5, 13))  # the prose line and the page number are no row
+    quotes = extract("What was the FY2023 capital expenditure (in USD millions)?",
+                     [hit(CASH_FLOWS_LINES, 60)])
+    assert quotes[0]["text"] == rows[1] and quotes[0]["kind"] == "table_row"
+
+
+def test_units_stay_with_their_figures_and_a_data_header_is_a_row():
+    table = """BALANCE SHEETS
+| Total assets | $ | 83,402 | 131,310 |
+|---|---|---|---|
+| Accounts payable | $ | 25,309 | 34,616 |
+| Effective tax rate | 14.8 | % | 17.5 | % |"""
+    assert table_rows(table) == ["Total assets: $83,402; 131,310",
+                                 "Accounts payable: $25,309; 34,616",
+                                 "Effective tax rate: 14.8%; 17.5%"]
 
 
 def test_sentences_keep_figures_whole():

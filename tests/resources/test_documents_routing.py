@@ -7,7 +7,12 @@ import numpy as np
 
 from h3.ontology.document import Hit
 from h3.resources.nlp.issuer import DocumentProfile
-from h3.resources.recall.documents import named_forms, route, unknown_company
+from h3.resources.recall.documents import (
+    ABSENT_COMPANY_NOTE,
+    named_forms,
+    route,
+    unknown_company,
+)
 from h3.resources.recall.router import RecallContext, merge_pages
 from h3.resources.store.lance import LanceDocumentStore
 
@@ -47,6 +52,22 @@ def test_a_company_outside_the_corpus_is_answered_from_all_documents_with_a_note
     assert r.doc_ids is None and "Contoso Pharmaceuticals" in r.note
     plain = route(ctx, "Which segment had the highest operating income?")
     assert plain.doc_ids is None and plain.note is None
+
+
+def test_an_absent_company_beside_a_stored_one_gets_the_note(tmp_path):
+    """Naming a stored company too does not hide the absent one (`h3 ask` refuses on it)."""
+    ctx = _context(tmp_path)
+    for q in ("Was Contoso's FY2024 gross margin higher than Northwind Trading's?",
+              "What is the FY2024 revenue of Contoso (a client of Northwind Trading)?"):
+        r = route(ctx, q)
+        assert r.doc_ids == ["d2", "d1"] and r.note.startswith(ABSENT_COMPANY_NOTE), q
+        assert "'Contoso'" in r.note
+    # a name the question gives as the stored company's other name is that company
+    renamed = route(ctx, "What was the FY2024 revenue of Contoso (formerly known as "
+                         "Northwind Trading)?")
+    assert renamed.doc_ids == ["d2", "d1"] and not renamed.note.startswith(ABSENT_COMPANY_NOTE)
+    assert "'Contoso'" in renamed.note
+    assert route(ctx, "What was Northwind Trading's FY2024 revenue?").note is None
 
 
 def test_short_capital_forms_match_only_in_capitals():

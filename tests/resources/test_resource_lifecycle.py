@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dagster import asset, materialize
 
-from h3.resources.models.embedder import SbertEmbedderResource, get_embedder
+from h3.resources.models.embedder import get_embedder
+from h3.resources.models.embedder_resource import SbertEmbedderResource
 from h3.resources.store import DocumentStoreResource, open_store
 
 
