@@ -22,7 +22,7 @@ Every figure is given for the tune and the check half (benchmarks/documents/spli
 
 from __future__ import annotations
 
-import os
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -134,15 +134,15 @@ def coverage_of_summary(tree, layout, limit: int) -> float:
 
 def time_to_first_token(home: Path, db, samples: list[dict]) -> list[dict]:
     """`ask --doc` timed navigated (first reach: parts' KV computed and stored; then loaded)
-    and over the leading chunks, in a scratch H3_HOME (the model linked from `home`)."""
+    and over the leading chunks, in a scratch H3_HOME (the model copied from `home`)."""
     from h3.pipelines.instance import h3_home_env
     from h3.resources.answers import ask
     from h3.resources.runtime import H3RuntimeResource
 
     out = []
     with tempfile.TemporaryDirectory(prefix="h3-navigate-") as scratch:
-        if (home / "models").is_dir():
-            os.symlink(home / "models", Path(scratch) / "models")
+        if (home / "models").is_dir():  # a copy: H3_HOME refuses links out of itself
+            shutil.copytree(home / "models", Path(scratch) / "models")
         with h3_home_env(Path(scratch)):
             runtime = H3RuntimeResource().get_runtime
             for q in samples:
