@@ -80,7 +80,8 @@ DESCRIPTIONS = {
 
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
-         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "embedding_engines"}}
+         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate",
+                                                              "embedding_engines"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:

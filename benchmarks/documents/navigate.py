@@ -205,7 +205,8 @@ def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
                            if half_of(q["file"], split) == half][:SAMPLE_TTFT]
             ttft = time_to_first_token(Path(home), db, sample)
     return {
-        "home": str(home), "filings_stored": len(stored), "questions": len(rows),
+        "home": str(home), "ingestion": {"reused_home": True},  # --home is only read
+        "filings_stored": len(stored), "questions": len(rows),
         "bytes_per_token": per_token, "model_context_tokens": limit,
         "navigation": by_half(rows, split, score),
         "summary_coverage": by_half(coverage, split, lambda cs: {
