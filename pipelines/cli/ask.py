@@ -69,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
             log(f"ask: {args.doc} had no stored KV: computed and stored it "
                 f"({answer.stats['doc_kv_computed_tokens']} tokens, "
                 f"{answer.stats['doc_kv_compute_s']} s); the next question loads it")
+        nav = answer.stats.get("navigation") or {}
+        if nav.get("kv_computed_tokens"):
+            log(f"ask: {args.doc}: KV of {sum(v == 'computed_and_stored' for v in nav['branch_kv'].values())}"
+                f" part(s) computed and stored ({nav['kv_computed_tokens']} tokens, "
+                f"{nav['kv_compute_s']} s); the next question reaching them loads it")
         answers.append(answer)
     payload = [a.to_json() for a in answers]
     emit(payload[0] if len(payload) == 1 else payload, args.json,

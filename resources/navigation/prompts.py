@@ -58,20 +58,28 @@ def chunk_text(row: dict) -> ChunkText:
 def branch_segments(runtime: ReuseRuntime, branch: Branch, question: str, reuse: bool = True
                     ) -> tuple[list, dict]:
     """The prompt segments of a branch (head, its passages, the question), storing each part's
-    KV first if it is not stored yet; and what was loaded: {"branch_kv": per part "stored" or
-    "computed_and_stored", "kv_computed_tokens", "kv_compute_s"}."""
+    KV first if it is not stored yet; and what was loaded: {"branch_kv": per part "stored",
+    "stored (document KV)" or "computed_and_stored", "kv_computed_tokens", "kv_compute_s"}."""
     rows = {r["chunk_id"]: r for r in branch.part_chunks or branch.chunks}
     wanted = {r["chunk_id"] for r in branch.chunks}
     parts = sorted(branch.parts, key=lambda p: chunk_order(p.chunk_ids[0]) if p.chunk_ids else 0)
     state: dict = {"branch_kv": {}, "kv_computed_tokens": 0, "kv_compute_s": 0.0}
+    # the document's own stored KV (stage `kv`, `index-build --with-kv`: its leading chunks
+    # that fit the model) serves every part it covers: nothing is computed for those
+    document = runtime.store.find(branch.doc_id, runtime.model_key) if reuse else None
+    covered = set(document.span_digests) if document is not None else set()
     pieces = []
     for part in parts:
-        kv_id = part_kv_id(branch.doc_id, part.section_id)
         # the whole part is stored (the passages are slices of it), so a later question that
         # loads other passages of the part finds them stored too
         whole = [chunk_text(rows[c]) for c in part.chunk_ids if c in rows]
+        in_document = bool(whole) and all(t.digest() in covered for t in whole)
+        kv_id = branch.doc_id if in_document else part_kv_id(branch.doc_id, part.section_id)
         pieces += [(kv_id, t) for t in whole if t.chunk_id in wanted]
         if not reuse or not whole:
+            continue
+        if in_document:
+            state["branch_kv"][part.section_id] = "stored (document KV)"
             continue
         t0 = time.perf_counter()
         index, computed = runtime.precompute(kv_id, whole)
