@@ -24,6 +24,11 @@ DETAIL = {"misses", "stage_cpu_s", "stage_pages_per_s", "stage_cpu_s_per_page", 
 
 # What each scenario measures, one line each.
 DESCRIPTIONS = {
+    "navigate": "H⁴ navigation: the development questions asked with `--doc` on their own filing: "
+                "branch recall at 1/3/5 parts (an evidence page inside the chosen parts), KV "
+                "loaded per question against the whole document's, beside flat recall (top 5 "
+                "chunks) and the leading chunks that fit the model (`fit_chunks`, before); the "
+                "document summary's section coverage; time to first token on a sample.",
     "ingest": "Ingestion speed and text recall on the docling test PDFs plus the sample corpus, "
               "57 labelled queries (tests/fixtures/recall_queries.jsonl): dense, full-text, "
               "hybrid and router variants, time per stage, SBERT precision and batch size.",
@@ -75,7 +80,8 @@ DESCRIPTIONS = {
 
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
-         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "embedding_engines"}}
+         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate",
+                                                              "embedding_engines"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:

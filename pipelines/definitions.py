@@ -15,6 +15,7 @@ from h3.assets.layout import layout
 from h3.assets.multilingual import multilingual_vectors
 from h3.assets.ocr import ocr
 from h3.assets.reindex import store_indexes
+from h3.assets.sections import sections
 from h3.assets.store import cold_store
 from h3.assets.tables import tables
 from h3.pipelines.deletion import delete_documents
@@ -36,7 +37,7 @@ from h3.resources.staging_io import JsonStagingIOManager
 from h3.resources.store import DocumentStoreResource
 
 INGESTION_ASSETS = [documents, layout, tables, figures, ocr, chunks, embeddings, cold_store,
-                    ingested_documents, multilingual_vectors]
+                    ingested_documents, multilingual_vectors, sections]
 
 REUSE_ASSETS = [document_kv, document_summary, key_facts, cross_document_checks]
 

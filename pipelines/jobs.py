@@ -13,7 +13,8 @@ from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 # structure index, CLIP) and the token vectors that corpus compression fits on.
 INGEST_ASSETS: list[str] = ["documents", "layout", "tables", "figures", "ocr", "chunks",
                             "embeddings", "cold_store", "knowledge_graph", "structures",
-                            "figure_embeddings", "token_vectors", "ingested_documents"]
+                            "figure_embeddings", "token_vectors", "sections",
+                            "ingested_documents"]
 # Corpus-level stages (unpartitioned): refit after a batch of documents lands.
 COMPRESS_ASSETS: list[str] = ["token_pca", "chunk_pooling", "doc_index"]
 

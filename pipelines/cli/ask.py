@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("questions", nargs="*", metavar="QUESTION", help="the question(s)")
     p.add_argument("--queries-file", help="questions, one a line (or JSONL / a JSON array, as "
                                           "`h3 recall` reads): the model loads once for all")
-    p.add_argument("--doc", metavar="DOC_ID", help="answer over this whole document")
+    p.add_argument("--doc", metavar="DOC", help="answer over this document (doc id, partition key "
+                                             "or file name): from the sections it navigates to")
     p.add_argument("--no-model", action="store_true",
                    help="quotes only: do not load the model (fast)")
     p.add_argument("--no-cold-reuse", action="store_true",
@@ -68,6 +69,11 @@ def run(args: argparse.Namespace) -> int:
             log(f"ask: {args.doc} had no stored KV: computed and stored it "
                 f"({answer.stats['doc_kv_computed_tokens']} tokens, "
                 f"{answer.stats['doc_kv_compute_s']} s); the next question loads it")
+        nav = answer.stats.get("navigation") or {}
+        if nav.get("kv_computed_tokens"):
+            log(f"ask: {args.doc}: KV of {sum(v == 'computed_and_stored' for v in nav['branch_kv'].values())}"
+                f" part(s) computed and stored ({nav['kv_computed_tokens']} tokens, "
+                f"{nav['kv_compute_s']} s); the next question reaching them loads it")
         answers.append(answer)
     payload = [a.to_json() for a in answers]
     emit(payload[0] if len(payload) == 1 else payload, args.json,
@@ -93,7 +99,14 @@ def human_text(answer) -> str:
                      + (f" ({missing})" if missing else " (it wrote nothing)"))
     lines.append(evidence_pages(answer.evidence))
     stats = answer.stats
-    if stats:
+    nav = stats.get("navigation")
+    if nav and nav.get("sections"):
+        parts = "; ".join(f"{s['title'][:40]} p.{s['pages']}" for s in nav["sections"])
+        kv = (f", {nav['kv_bytes_loaded'] / 1e6:.1f} MB KV from the {nav['kv_tier']} tier"
+              if "kv_bytes_loaded" in nav else "")
+        lines.append(f"branch: {parts} ({nav['branch_tokens']} of {nav['document_tokens']} "
+                     f"tokens{kv})")
+    if "ttft_s" in stats:
         lines.append(f"-- ttft {stats['ttft_s']:.3f} s, total {stats['total_s']:.3f} s, "
                      f"{stats['prompt_tokens']} prompt tokens: {stats['prefill_tokens_computed']} "
                      f"computed, {stats['kv_tokens_loaded_cold']} loaded from the cold tier")

@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "list": "h3.pipelines.cli.documents",
     "delete": "h3.pipelines.cli.delete",
     "ask": "h3.pipelines.cli.ask",
+    "outline": "h3.pipelines.cli.outline",
     "monitor": "h3.pipelines.cli.runtime_tools",
     "corruption-test": "h3.pipelines.cli.runtime_tools",
     "bandwidth-test": "h3.pipelines.cli.runtime_tools",

@@ -102,14 +102,23 @@ def document_evidence(db: DocumentStore, doc_id: str) -> tuple[list[dict], list[
 
 def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int = 5,
         runtime: Callable[[], ReuseRuntime] | None = None, max_new_tokens: int = 64,
-        reuse: bool = True) -> Answer:
-    """Answers `question` from the store `db` (over the whole document `doc_id` if given).
-    `doc_id` may be the content id or the document's partition key (`report.pdf-<doc_id>`).
+        reuse: bool = True, navigate: bool = True) -> Answer:
+    """Answers `question` from the store `db` (over the document `doc_id` if given: the branch
+    of its section tree the question navigates to (resources/navigation), or with
+    `navigate=False` its leading chunks that fit the model, as before navigation).
+    `doc_id` may be the content id, the document's partition key (`report.pdf-<doc_id>`) or,
+    navigated, its file name.
     `runtime` opens the model when called (None: extractive only, the model never loads).
     Raises ValueError for an empty question, LookupError for a document not stored."""
     if not question.strip():
         raise ValueError("the question is empty")
-    if doc_id:
+    branch = None
+    if doc_id and navigate:
+        from h3.resources.navigation.answer import navigated_evidence
+
+        evidence, branch, tree = navigated_evidence(db, doc_id, question)
+        doc_id, chunks = tree.doc_id, []
+    elif doc_id:
         with contextlib.suppress(ValueError):  # a partition key as the UI shows it: its doc_id
             doc_id = doc_id_of_partition(doc_id)
         evidence, chunks = document_evidence(db, doc_id)
@@ -129,7 +138,12 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
     shown = _quoted_hits(evidence, quotes, k) if doc_id else evidence
     answer = Answer(question, quotes[0]["text"], quotes=quotes, evidence=shown)
     if runtime is not None:
-        _generate(answer, runtime(), doc_id, evidence, chunks, max_new_tokens, reuse)
+        _generate(answer, runtime(), doc_id, evidence, chunks, max_new_tokens, reuse, branch)
+    if branch is not None:
+        from h3.resources.navigation.answer import navigation_stats
+
+        answer.stats["navigation"] = {**navigation_stats(branch, tree),
+                                      **answer.stats.get("navigation", {})}
     return answer
 
 
@@ -140,11 +154,18 @@ def _quoted_hits(evidence: list[dict], quotes: list[dict], k: int) -> list[dict]
 
 
 def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidence: list[dict],
-              doc_chunks: list[ChunkText], max_new_tokens: int, reuse: bool) -> None:
-    """Runs the model over the evidence (a whole document: `doc_chunks`, its leading ones
-    that fit); keeps its text only if grounded; fills the stats."""
+              doc_chunks: list[ChunkText], max_new_tokens: int, reuse: bool,
+              branch=None) -> None:
+    """Runs the model over the evidence (a navigated branch: its parts' stored KV; a whole
+    document: `doc_chunks`, its leading ones that fit); keeps its text only if grounded;
+    fills the stats."""
     doc_kv: dict = {}
-    if doc_id:
+    if branch is not None:
+        from h3.resources.navigation.prompts import branch_segments
+
+        given = [h["text"] for h in evidence]
+        segments, parts_kv = branch_segments(runtime, branch, answer.question, reuse)
+    elif doc_id:
         chunks = runtime.fit_chunks(doc_chunks)
         given = [c.text for c in chunks]
         if reuse and runtime.store.find(doc_id, runtime.model_key) is None:
@@ -166,6 +187,11 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
     answer.generated = generated.text if grounding["grounded"] else None
     answer.grounding = grounding
     answer.stats = {**generated.stats, **doc_kv}
+    if branch is not None:
+        from h3.resources.navigation.answer import kv_stats
+
+        answer.stats["navigation"] = kv_stats(runtime.bytes_per_token, generated.stats, parts_kv,
+                                              branch)
 
 
 def checked_generation(runtime: ReuseRuntime, segments: list, given: list[str], question: str,

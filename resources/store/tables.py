@@ -213,6 +213,30 @@ KV_BLOCKS = TableSpec(
 )
 
 
+# document navigation (assets/sections.py, resources/navigation)
+SECTIONS = TableSpec(
+    name="sections",
+    description="each document's section tree: top sections (level 1, from the PDF outline or "
+                "its headings) and their parts (level 2), with pages, chunks, an extractive "
+                "summary and the chunks' centroid vector",
+    schema=pa.schema([
+        pa.field("doc_id", pa.string()),
+        pa.field("section_id", pa.string()),  # "s3" (level 1) or "s3.2" (its second part)
+        pa.field("parent_id", pa.string()),
+        pa.field("level", pa.int32()),
+        pa.field("title", pa.string()),
+        pa.field("page_start", pa.int32()),
+        pa.field("page_end", pa.int32()),
+        pa.field("chunk_ids", pa.list_(pa.string())),
+        pa.field("tokens", pa.int32()),
+        pa.field("origin", pa.string()),  # outline | headings | pages
+        pa.field("summary", pa.string()),
+        pa.field("vector", pa.list_(pa.float32())),  # unit centroid; [] without chunk vectors
+        pa.field("created_at", pa.float64()),
+    ]),
+)
+
+
 # analysis (assets/analysis.py)
 ANALYSIS = TableSpec(
     name="analysis",
@@ -246,5 +270,5 @@ CROSS_CHECKS = TableSpec(
 
 TABLES: dict[str, TableSpec] = {spec.name: spec for spec in (
     DOCUMENTS, REGIONS, CHUNKS, CHUNKS_ML, EDGES, ENTITIES, STRUCTURES, FIGURE_EMBEDDINGS,
-    CHUNK_SUMMARIES, KV_BLOCKS, ANALYSIS, CROSS_CHECKS,
+    CHUNK_SUMMARIES, KV_BLOCKS, SECTIONS, ANALYSIS, CROSS_CHECKS,
 )}

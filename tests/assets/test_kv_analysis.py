@@ -67,6 +67,8 @@ def test_kv_then_analysis_assets(setup):
     summaries = result.output_for_node("document_summary")
     assert all(p["status"] == "ok" and p["kv_tokens_loaded_cold"] > 0 for p in summaries.values())
     assert all(p["integrity_errors"] == 0 for p in summaries.values())
+    # drawn from every top section of the tree, not from the first pages
+    assert all(p["section_coverage"] == 1.0 for p in summaries.values())
     # the model's text is stored only when it passed the check (the tiny random model's noise
     # rarely does); the check's verdict and the model's own text are kept beside it
     summary_rows = open_store().rows("analysis", "kind = 'summary'")

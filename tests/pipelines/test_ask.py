@@ -51,12 +51,18 @@ def test_doc_reuse_is_exact_and_loads_instead_of_prefilling(home, capsys):
     assert full["stats"]["kv_tokens_loaded_cold"] == 0
     assert full["stats"]["prefill_tokens_computed"] == s["prompt_tokens"]
     assert 0 < s["hot_peak_bytes"] <= s["hot_budget_bytes"]
-    model_texts = {a["grounding"]["model_text"] for a in (first, again, full)}
-    assert len(model_texts) == 1  # the model wrote the same over loaded and recomputed KV
-    # honest stats: the first ask computed the document's KV and says so; the next loads it
-    assert first["stats"]["doc_kv"] == "computed_and_stored"
-    assert first["stats"]["doc_kv_computed_tokens"] == s["prompt_tokens"] - s["prefill_tokens_computed"]
-    assert again["stats"]["doc_kv"] == "stored" and "doc_kv_computed_tokens" not in again["stats"]
+    # the same over KV computed on first reach and loaded later (a branch's later parts are
+    # re-positioned spans, approximate by design (reuse/assemble.py): not compared with `full`)
+    assert first["grounding"]["model_text"] == again["grounding"]["model_text"]
+    # honest stats: the first ask computed its branch's KV (the navigated parts) and says so;
+    # the next loads it
+    nav, nav_again = first["stats"]["navigation"], again["stats"]["navigation"]
+    assert nav["sections"] and set(nav["branch_kv"].values()) == {"computed_and_stored"}
+    assert nav["kv_computed_tokens"] >= s["kv_tokens_loaded_cold"]
+    assert set(nav_again["branch_kv"].values()) == {"stored"}
+    assert nav_again["kv_computed_tokens"] == 0 and nav_again["kv_tier"] == "cold"
+    assert nav_again["kv_bytes_loaded"] == s["kv_tokens_loaded_cold"] * (
+        nav_again["document_kv_bytes_estimate"] // nav_again["document_tokens"])
     assert again["quotes"] and again["answer"] == again["quotes"][0]["text"]
     assert list((home["home"] / "kv" / "docs").iterdir())  # stored under H3_HOME's cold tier
 
@@ -65,8 +71,12 @@ def test_recalled_evidence_reuses_stored_chunks(home, capsys):
     out = ask(capsys, "What was the total revenue in 2023?", "--k", "3", "--no-cold-reuse")
     assert out["evidence"] and all("page" in h and "text" in h for h in out["evidence"])
     assert home["report"] in {h["doc_id"] for h in out["evidence"]}
-    for doc_id in {h["doc_id"] for h in out["evidence"]}:
-        ask(capsys, "store it", "--doc", doc_id)  # every evidence document's KV is stored now
+    from h3.resources.answers import document_chunks
+    from h3.resources.runtime import H3RuntimeResource
+    from h3.resources.store import open_store
+
+    for doc_id in {h["doc_id"] for h in out["evidence"]}:  # every evidence document's KV stored
+        H3RuntimeResource().precompute(doc_id, document_chunks(open_store(), doc_id))
     reused = ask(capsys, "What was the total revenue in 2023?", "--k", "3")
     assert STATS <= set(reused["stats"])
     # at least the shared prompt head comes from the first document's KV; chunks long enough
@@ -148,5 +158,6 @@ def test_index_build_with_kv_prefills_so_the_first_doc_ask_loads_it(home, tmp_pa
         assert report["kv"]["documents"] == 1 and report["kv"]["failed_runs"] == 0
         doc_id = report["documents"][0]["doc_id"]
         out = ask(capsys, "What was the total revenue in 2023?", "--doc", doc_id)
-        assert out["stats"]["doc_kv"] == "stored"  # nothing computed on the first ask
+        # the document's stored KV covers its navigated parts: nothing computed on the first ask
+        assert set(out["stats"]["navigation"]["branch_kv"].values()) == {"stored (document KV)"}
         assert out["stats"]["kv_tokens_loaded_cold"] > 100

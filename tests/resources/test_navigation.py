@@ -1,0 +1,162 @@
+"""H⁴ navigation: section trees (PDF outline, headings, page windows), extractive summaries,
+choosing the section a question needs, and `h3 outline` / `h3 ask --doc` over an ingested store."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+
+from h3.ontology.sections import Section
+from h3.resources.navigation import choose
+from h3.resources.navigation.prompts import summary_prompt_chunks
+from h3.resources.navigation.tree import PART_TOKENS, build_tree, read_outline
+
+FILINGS = Path(__file__).resolve().parents[2].parent / "shared/corpora/financebench-dev/pdfs"
+
+
+def _rows(texts: list[tuple[int, str]], tokens: int = 100, kind: str = "text") -> list[dict]:
+    return [{"chunk_id": f"d1:c{i}", "page": page, "text": text, "kind": kind, "section": "",
+             "token_count": tokens, "vector": None} for i, (page, text) in enumerate(texts)]
+
+
+FILING = [
+    (1, "Annual report on Form 10-K for the fiscal year."),
+    (2, "Item 1. Business\nWe make industrial adhesives and sell them worldwide."),
+    (3, "Our products are sold through distributors in 60 countries."),
+    (4, "Item 1A. Risk Factors\nOur business is cyclical and depends on airline demand."),
+    (5, "Supply chain disruptions may delay production."),
+    (6, "Item 7. Management's Discussion and Analysis\nRevenue grew 5% to $1,200 million."),
+    (7, "CONSOLIDATED STATEMENTS OF CASH FLOWS\nPurchases of property, plant and equipment "
+        "(1,577) Net cash provided by operating activities 6,439"),
+    (8, "Item 8. Financial Statements\nNote 1. Significant Accounting Policies\nWe follow GAAP."),
+]
+
+
+def test_headings_make_top_sections_with_pages_and_parts_within_budget():
+    tree = build_tree("d1", _rows(FILING, tokens=400))
+    top = [s for s in tree if s.level == 1]
+    assert [s.title.split(".")[0] for s in top] == [
+        "front matter", "Item 1", "Item 1A", "Item 7", "CONSOLIDATED STATEMENTS OF CASH FLOWS",
+        "Item 8"]
+    assert all(s.origin == "headings" for s in tree)
+    item1 = top[1]
+    assert (item1.page_start, item1.page_end) == (2, 3)
+    parts = [s for s in tree if s.parent_id == item1.section_id]
+    assert sum(len(p.chunk_ids) for p in parts) == len(item1.chunk_ids) == 2
+    assert all(p.tokens <= PART_TOKENS for p in tree if p.level == 2)
+    assert "[p6]" in top[3].summary and "$1,200 million" in top[3].summary
+
+
+def test_a_long_section_is_cut_into_parts_at_page_breaks():
+    body = [(2, "Item 7. Management's Discussion and Analysis")] + [
+        (3 + i // 2, f"Paragraph {i} about results of operations.") for i in range(20)]
+    rows = _rows([(1, "Item 1. Business"), *body, (20, "Item 8. Statements"), (21, "More")],
+                 tokens=300)
+    tree = build_tree("d1", rows)
+    parts = [s for s in tree if s.level == 2 and s.parent_id == "s2"]
+    assert len(parts) >= 5
+    assert all(p.tokens <= PART_TOKENS for p in parts)
+    # consecutive, complete, and (after the first) starting on a new page
+    ids = [c for p in parts for c in p.chunk_ids]
+    assert ids == [r["chunk_id"] for r in rows[1:22]]
+    for a, b in zip(parts, parts[1:], strict=False):
+        assert b.page_start > a.page_end or b.page_start == a.page_end  # never backwards
+
+
+def test_no_headings_falls_back_to_page_windows():
+    rows = _rows([(p, f"plain text of page {p}") for p in range(1, 30)])
+    tree = build_tree("d1", rows)
+    top = [s for s in tree if s.level == 1]
+    assert {s.origin for s in tree} == {"pages"} and len(top) >= 3
+    assert top[0].title.startswith("pages 1-")
+
+
+def test_pdf_outline_gives_the_sections(tmp_path):
+    doc = pymupdf.open()
+    for n in range(6):
+        doc.new_page().insert_text((72, 72), f"page {n + 1} text")
+    doc.set_toc([[1, "Cover", 1], [1, "Part I", 2], [2, "Item 1. Business", 2],
+                 [1, "Financial Statements", 4], [2, "Notes", 5], [3, "Note 1 (level 3)", 6]])
+    path = tmp_path / "outlined.pdf"
+    doc.save(path)
+    toc = read_outline(path)
+    assert toc[2] == [2, "Item 1. Business", 2]
+    rows = _rows([(p, f"text of page {p}") for p in range(1, 7)], tokens=200)
+    tree = build_tree("d1", rows, toc)
+    top = [s for s in tree if s.level == 1]
+    assert [s.title for s in top] == ["Cover", "Part I / Item 1. Business",
+                                      "Financial Statements", "Notes"]
+    assert [(s.page_start, s.page_end) for s in top] == [(1, 1), (2, 3), (4, 4), (5, 6)]
+    assert {s.origin for s in tree} == {"outline"}
+    assert read_outline(tmp_path / "missing.pdf") == []
+
+
+@pytest.mark.skipif(not (FILINGS / "ADOBE_2022_10K.pdf").exists(), reason="no development set")
+def test_a_real_filing_outline_reads():
+    toc = read_outline(FILINGS / "ADOBE_2022_10K.pdf")
+    assert len(toc) > 20 and any("Risk Factors" in e[1] for e in toc)
+
+
+def test_bad_section_is_refused():
+    with pytest.raises(ValueError, match="pages 5-3"):
+        Section(doc_id="d", section_id="s1", level=1, title="x", page_start=5, page_end=3)
+
+
+def test_navigation_picks_the_section_that_answers(tmp_path):
+    from h3.resources.models.embedder import get_embedder
+
+    embed = get_embedder().encode  # the real SBERT/MiniLM the store uses
+    rows = _rows(FILING, tokens=200)
+    vectors = embed([r["text"] for r in rows])
+    for r, v in zip(rows, vectors, strict=True):
+        r["vector"] = list(map(float, v))
+    tree = build_tree("d1", rows)
+    cases = {
+        "What was the capital expenditure in the cash flow statement?": 7,
+        "Is the business subject to cyclicality?": 4,
+        "Where are the products sold?": 2,
+    }
+    for question, page in cases.items():
+        branch = choose(question, tree, rows, embed([question])[0], sections=1)
+        assert branch.parts[0].holds_page(page), (question, branch.to_json())
+        assert all(r["chunk_id"] in branch.parts[0].chunk_ids for r in branch.chunks)
+        assert branch.tokens < branch.doc_tokens
+    budget = choose("cash flow", tree, rows, embed(["cash flow"])[0], sections=3, max_tokens=200)
+    assert budget.tokens <= 200 and len(budget.chunks) == 1
+    with pytest.raises(ValueError, match="sections must be >= 1"):
+        choose("x", tree, rows, np.zeros(384), sections=0)
+
+
+def test_summary_prompt_draws_on_every_section_within_the_limit():
+    tree = build_tree("d1", _rows(FILING * 8, tokens=300))
+    chunks = summary_prompt_chunks(tree, lambda c: len(c.text) // 3, 1000)
+    top = [s for s in tree if s.level == 1]
+    assert [c.chunk_id for c in chunks] == [s.section_id for s in top]
+    assert sum(len(c.text) // 3 for c in chunks) <= 1000
+
+
+def test_outline_and_ask_doc_over_an_ingested_store(ingested_sample, capsys):
+    from h3.pipelines.cli.main import main
+    from h3.pipelines.instance import h3_home_env
+
+    with h3_home_env(ingested_sample["home"]):
+        assert main(["outline", "annual_report.pdf", "--json"]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["tree"] == "stored"  # the `sections` stage ran in the ingestion
+        top = [s for s in out["sections"] if s["level"] == 1]
+        assert top and all(s["page_start"] >= 1 for s in out["sections"])
+        assert main(["outline", out["doc_id"]]) == 0
+        assert out["doc_id"] in capsys.readouterr().out
+        assert main(["outline", "no-such.pdf"]) == 2
+        assert "no-such.pdf: not in the store" in capsys.readouterr().err
+        assert main(["ask", "--doc", "annual_report.pdf", "--no-model", "--json",
+                     "What was the revenue?"]) == 0
+        answer = json.loads(capsys.readouterr().out)
+        nav = answer["stats"]["navigation"]
+        assert nav["sections"] and nav["tree"] == "stored"
+        pages = {p for s in nav["sections"] for p in range(s["page_start"], s["page_end"] + 1)}
+        assert all(q["page"] in pages for q in answer["quotes"])
