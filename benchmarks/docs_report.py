@@ -117,8 +117,9 @@ def options(name: str, body: dict) -> tuple[list[str], str]:
         if tiered:
             opts.append("--variants " + ",".join(tiered))
     ingestion = body.get("ingestion")
-    if name in TAKES["home"] and isinstance(ingestion, dict) and ingestion.get("reused_home"):
-        opts.append("--home H3_HOME")
+    if name in TAKES["home"] and (isinstance(ingestion, dict) and ingestion.get("reused_home")
+                                  or body.get("home") or body.get("source_home")):
+        opts.append("--home H3_HOME")  # (scale, disk: the home they measured)
     return opts, note
 
 

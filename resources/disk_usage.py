@@ -7,7 +7,8 @@ staging folder on its own (`staging/<asset>`), and the other top-level folders (
 - "document": grows with the documents stored (tables, vectors, figures, staging, Dagster's
   event log) - what the disk budget per page is about;
 - "document_kv": the documents' prefilled KV (`kv`, only after `--with-kv` or `h3 ask --doc`);
-- "fixed": does not grow with the corpus (converted models, the key basis).
+- "fixed": does not grow with the corpus (converted models, the key basis, and `semantic`'s
+  corpus-level models: the token PCA, the chunk pooler, the document index at ~4 KB a document).
 Only reads file sizes and the documents table; writes nothing.
 """
 
@@ -28,7 +29,9 @@ def folder_bytes(path: Path) -> int:
 
 def part_kind(name: str) -> str:
     top = name.split("/", 1)[0]
-    return "fixed" if top in FIXED_PARTS else "document_kv" if top in KV_PARTS else "document"
+    if top in FIXED_PARTS or name == "semantic (other)":
+        return "fixed"
+    return "document_kv" if top in KV_PARTS else "document"
 
 
 def home_parts(home: Path) -> dict[str, int]:

@@ -36,7 +36,8 @@ def test_disk_report_splits_the_home_by_part_and_counts_ok_pages(tmp_path):
     assert report["pages"] == 10 and report["pdf_bytes"] == 50_000  # the failed row left out
     assert parts["staging/layout"]["bytes"] == 2000 and parts["staging/layout"]["bytes_per_page"] == 200
     assert parts["semantic/tokens"]["bytes"] == 300 and parts["semantic (other)"]["bytes"] == 70
-    assert parts["models"]["kind"] == "fixed" and report["totals"]["fixed"] == 5000
+    assert parts["semantic/tokens"]["kind"] == "document" and parts["semantic (other)"]["kind"] == "fixed"
+    assert parts["models"]["kind"] == "fixed" and report["totals"]["fixed"] == 5070
     assert "lancedb/documents" in parts and parts["lancedb/documents"]["kind"] == "document"
     assert report["document_bytes_over_pdf_bytes"] == round(report["totals"]["document"] / 50_000, 2)
 
