@@ -27,9 +27,24 @@ from dagster import (
 from h3.assets._batch import file_names, markdown_table
 from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 from h3.ontology.ids import doc_id_of_partition
+from h3.resources.settings import load_config
+from h3.resources.staging_io import drop_staged
 from h3.resources.store import DocumentStoreResource, sql_str
 
 PartitionEvent = AssetMaterialization | AssetObservation
+# The per-document stages of an ingestion run whose staged JSON is spent once the document is
+# stored (every later stage reads the store; `cold_storage.keep_staging` keeps them)
+STAGED_BY_INGESTION = ("documents", "layout", "tables", "figures", "ocr", "chunks", "embeddings",
+                       "cold_store", "knowledge_graph", "structures", "figure_embeddings",
+                       "token_vectors")
+
+
+def clear_staging(doc_ids: list[str]) -> int:
+    """Deletes the stored documents' staged JSON (unless `cold_storage.keep_staging`); returns
+    how many files went. A failed document keeps its staging: a re-run of the failed step reads it."""
+    if load_config().cold_storage.keep_staging:
+        return 0
+    return sum(drop_staged(doc_id, assets=STAGED_BY_INGESTION) for doc_id in doc_ids)
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "lancedb"},
@@ -47,6 +62,7 @@ def ingested_documents(context: AssetExecutionContext,
         "documents", f"doc_id IN ({', '.join(sql_str(k) for k in keys)})",
         ["doc_id", "source", "status", "reason", "pages", "metadata_json"])} if keys else {}
     failed: list[dict] = []
+    stored: list[str] = []
     for doc_id, key in keys.items():
         row = rows.get(doc_id) or {"source": None, "status": "missing",
                                    "reason": f"{key}: no row in the store (deleted?)"}
@@ -60,10 +76,12 @@ def ingested_documents(context: AssetExecutionContext,
                 "file": Path(source).name, "doc_id": doc_id, "source": source,
                 "reason": reason})
             continue
+        stored.append(doc_id)
         counts = json.loads(row.get("metadata_json") or "{}").get("counts") or {}
         yield AssetMaterialization(asset_key=context.asset_key, partition=key, metadata={
             "file": Path(source).name, "doc_id": doc_id, "source": source,
             "pages": row.get("pages") or 0, "chunks": counts.get("chunks", 0)})
+    clear_staging(stored)
     if failed:
         # the run page (which a failed partition links to) names the files that failed, and
         # the failure message names each one with its reason

@@ -1,7 +1,7 @@
 """Stages: token vectors per document, and the token-level PCA fitted on the whole corpus.
 
-`token_vectors` keeps each chunk's contextual token vectors (SBERT, 384-d, float16) under
-$H3_HOME/semantic/tokens, so `token_pca` (and the pooling after it) can be refitted on the
+`token_vectors` keeps each chunk's token vectors under $H3_HOME/semantic/tokens (the static
+source's word-piece ids, 2 B a token; contextual SBERT vectors, 384-d float16), so `token_pca` (and the pooling after it) can be refitted on the
 current corpus without encoding again. The PCA is calibrated on this corpus's tokens, with
 `hbf.compression_pca_dim` (>= 128, refused below) output dimensions.
 """
@@ -83,10 +83,14 @@ def token_vectors(context: AssetExecutionContext, config: TokenVectorsConfig, co
 
     def one(doc_id: str, _: dict) -> dict:
         rows = chunk_rows(db, doc_id)
-        tokens = encode_tokens(sbert, [r["text"] for r in rows], config.source)
-        size = save_doc_tokens(tokens_path(doc_id), [r["chunk_id"] for r in rows], tokens,
-                               config.source)
-        return {"chunks": len(rows), "tokens": int(sum(len(t) for t in tokens)), "bytes": size}
+        texts, chunk_ids = [r["text"] for r in rows], [r["chunk_id"] for r in rows]
+        if config.source == "static":  # rows of the model's table: their ids are enough
+            pieces = sbert.word_piece_ids(texts)
+            size = save_doc_tokens(tokens_path(doc_id), chunk_ids, None, "static", pieces)
+        else:
+            pieces = encode_tokens(sbert, texts, config.source)
+            size = save_doc_tokens(tokens_path(doc_id), chunk_ids, pieces, config.source)
+        return {"chunks": len(rows), "tokens": int(sum(len(t) for t in pieces)), "bytes": size}
 
     results = per_document(context, one, cold_store)
     meta = summary_metadata(results)

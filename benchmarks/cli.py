@@ -26,7 +26,8 @@ SCENARIOS: dict[str, str] = {
     "relation": "benchmarks.documents.relation:run",
     "chinese": "benchmarks.documents.chinese:run",
     "needle": "benchmarks.runtime.needle:run_needle",
-    "scale": "benchmarks.runtime.needle:run_scale",
+    "context_scale": "benchmarks.runtime.needle:run_context_scale",
+    "scale": "benchmarks.documents.scale:run",
     "decode": "benchmarks.runtime.decode:run_decode",
     "ruler": "benchmarks.runtime.ruler:run_ruler",
     "passkey_api": "benchmarks.runtime.passkey_api:run_passkey_api",
@@ -42,6 +43,7 @@ SCENARIOS: dict[str, str] = {
     "profiles": "benchmarks.documents.profiles:run",
     "embedding_engines": "benchmarks.documents.embedding_engines:run",
     "scaleout": "benchmarks.documents.scaleout:run",
+    "disk": "benchmarks.documents.disk:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 # scenarios that take --variants -> "module:function" naming their variants
@@ -57,7 +59,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="scenario to run (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
     p.add_argument("--out", default="bench-results", help="folder for report.json and plots")
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
-    p.add_argument("--home", help="filings, answers, navigate, embedding_engines: this H3_HOME, which holds the corpus, "
+    p.add_argument("--home", help="filings, answers, navigate, embedding_engines, scale, disk: this H3_HOME, which holds the corpus, "
                                   "instead of ingesting it into a fresh one")
     p.add_argument("--samples", type=_at_least_one, help="ruler, passkey_api: samples per task (or "
                                                  "depth) and length (different seeds; default 1)")

@@ -43,7 +43,7 @@ DESCRIPTIONS = {
                "scanned page; `multilingual_embedding: auto` (shipped) against `non_english`.",
     "needle": "Passkey retrieval with the default model at several lengths and depths: full "
               "attention, a sinks + window baseline and H³ at 5%, 10% and 20% hot budgets.",
-    "scale": "Mechanics only (a tiny random Llama, no quality claim): prefill and decode at long "
+    "context_scale": "Mechanics only (a tiny random Llama, no quality claim): prefill and decode at long "
              "lengths under a 5% hot budget, the rest of the KV in warm.",
     "decode": "Decode time per token: full attention, the model alone on a 24-token prompt (the "
               "floor no KV scheme goes below) and H³ at 10% and 5%; `kv_cost_removed` = "
@@ -72,6 +72,14 @@ DESCRIPTIONS = {
     "scaleout": "The same documents ingested in process and on a dask cluster of 1 and 2 workers "
                 "(PostgreSQL instance); LanceDB commits by concurrent writers; PostgreSQL events/s.",
     "embedding_engines": "SBERT through torch and through onnxruntime: CPU time and recall.",
+    "scale": "The document store at 10K, 100K and 1M chunks (the development store's real chunks "
+             "repeated with new ids, copies' vectors perturbed in float32): ANN build time, "
+             "bytes per chunk on disk and in memory, warm recall p50/p95 in text and auto modes "
+             "and the ANN's agreement with exact search at k = 10, IVF_PQ and HNSW side by side "
+             "(at 1M also IVF_PQ with Lance's own parameters, the store before issue 38).",
+    "disk": "Bytes per stored page of each part of an H3_HOME (LanceDB tables one by one, token "
+            "vectors, figures, staging per stage, KV, Dagster; models apart as a fixed cost) "
+            "against the PDFs' own bytes.",
     "answers": "Grounded `h3 ask` on the development filings a store holds: evidence recalled, "
                "the labelled value (or the evidence page's line items) quoted, model answers "
                "passing the grounding check, refusals for absent companies, seconds per ask "
@@ -81,7 +89,7 @@ DESCRIPTIONS = {
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
          "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate",
-                                                              "embedding_engines"}}
+                                                              "embedding_engines", "scale", "disk"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:
@@ -115,8 +123,9 @@ def options(name: str, body: dict) -> tuple[list[str], str]:
         if tiered:
             opts.append("--variants " + ",".join(tiered))
     ingestion = body.get("ingestion")
-    if name in TAKES["home"] and isinstance(ingestion, dict) and ingestion.get("reused_home"):
-        opts.append("--home H3_HOME")
+    if name in TAKES["home"] and (isinstance(ingestion, dict) and ingestion.get("reused_home")
+                                  or body.get("home") or body.get("source_home")):
+        opts.append("--home H3_HOME")  # (scale, disk: the home they measured)
     return opts, note
 
 

@@ -54,6 +54,10 @@ class ColdStorageSettings(Section):
     # corpus holds a Chinese document (the `multilingual_vectors` asset fills them in), so a
     # Chinese question reaches English documents while English-only corpora pay nothing; "off".
     multilingual_embedding: Literal["auto", "non_english", "all", "off"] = "auto"
+    # The per-stage JSON an ingestion run passes between its steps ($H3_HOME/staging: layout,
+    # chunks, vectors, ~40 KB a page): deleted once the run has stored the document, unless kept
+    # here (to re-run one stage of a stored document from the UI, or to debug a stage).
+    keep_staging: bool = False
 
     @field_validator("ocr_languages")
     @classmethod

@@ -6,6 +6,7 @@ payload is written to `$H3_HOME/staging/<asset>/<doc_id>.json` and read back the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -55,12 +56,16 @@ class JsonStagingIOManager(JsonUPathIOManager):
         return loaded
 
 
-def drop_staged(doc_id: str, base_dir: str | None = None) -> int:
-    """Deletes a document's staged files under every asset folder; returns how many."""
+def drop_staged(doc_id: str, base_dir: str | None = None,
+                assets: Sequence[str] | None = None) -> int:
+    """Deletes a document's staged files under every asset folder (or only under `assets`'
+    folders, the rebuilt PDF kept); returns how many."""
     root = Path(base_dir) if base_dir else under_home("staging")
     removed = 0
     # .pdf: the rebuild of a file MuPDF could not read (assets/_second_reader.py)
-    for pattern in (f"**/{doc_id}.json", f"rebuilt/{doc_id}.pdf"):
+    patterns = ([f"**/{doc_id}.json", f"rebuilt/{doc_id}.pdf"] if assets is None
+                else [f"{asset}/{doc_id}.json" for asset in assets])
+    for pattern in patterns:
         for path in root.glob(pattern) if root.exists() else []:
             path.unlink(missing_ok=True)
             removed += 1

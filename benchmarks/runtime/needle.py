@@ -1,4 +1,4 @@
-"""`h3 bench --scenario needle` / `--scenario scale`.
+"""`h3 bench --scenario needle` / `--scenario context_scale`.
 
 needle: passkey retrieval with the default model at several lengths and depths, side by side in
 one run: full attention (DynamicCache + sdpa), a sinks + recent window baseline
@@ -12,7 +12,7 @@ the full-attention prompt KV loaded into their tiers (the cold-reuse path) and c
 last partial block themselves: that keeps the 2K-8K grid affordable on two CPU cores while every
 variant still decodes through its own budget and selection.
 
-scale: a tiny random Llama at growing lengths (up to 64K tokens) with a 5% hot budget: time,
+context_scale: a tiny random Llama at growing lengths (up to 64K tokens) with a 5% hot budget: time,
 hot peak vs budget, where the KV bytes went. Mechanics only (random weights say nothing on quality).
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.runtime.plots import plot_needle, plot_scale
+from benchmarks.runtime.plots import plot_context_scale, plot_needle
 from h3_runtime.decode import greedy_decode
 from h3_runtime.engine import H3Engine
 from h3_runtime.hf.cache import H3Cache
@@ -181,7 +181,7 @@ def tiny_mechanics_model():
     return LlamaForCausalLM(cfg).eval()
 
 
-def run_scale(out_dir: Path, quick: bool) -> dict:
+def run_context_scale(out_dir: Path, quick: bool) -> dict:
     model = tiny_mechanics_model()
     lengths = [4096, 16384] if quick else [8192, 32768, 65536]
     rows = []
@@ -207,5 +207,5 @@ def run_scale(out_dir: Path, quick: bool) -> dict:
     report = {"model": "tiny random Llama (2 layers, 2 KV heads, head_dim 16)", "rows": rows,
               "hot_budget_never_exceeded": all(
                   r["h3_5%"]["hot_peak_bytes"] <= r["h3_5%"]["hot_budget_bytes"] for r in rows)}
-    report["plot"] = str(plot_scale(rows, Path(out_dir) / "scale.png"))
+    report["plot"] = str(plot_context_scale(rows, Path(out_dir) / "context_scale.png"))
     return report

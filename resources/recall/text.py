@@ -82,7 +82,8 @@ def document_chunks(ctx: RecallContext, doc_id: str) -> tuple[list[dict], np.nda
     if key not in ctx.cache:
         rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", COLUMNS)
         vectors = np.asarray([r["vector"] for r in rows], np.float32)  # (N, 384)
-        ctx.cache[key] = (rows, vectors.reshape(len(rows), -1))
+        # a document stored without text (0 chunks) has no vectors: an empty (0, 384)
+        ctx.cache[key] = (rows, vectors.reshape(len(rows), -1) if rows else np.zeros((0, 384), np.float32))
     return ctx.cache[key]
 
 

@@ -77,3 +77,50 @@ def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch):
     hits = store.vector_search("chunks", vecs[7], 10)
     assert "d:c7" in {h["chunk_id"] for h in hits}  # approximate, but finds itself
     assert store.ensure_indexes("chunks") == {}  # nothing to redo
+
+
+def test_ann_parameters_grow_with_the_table():
+    from h3.resources.store.lance import ann_build_params, ann_search_params
+
+    small, large = ann_build_params(40_000, 384, "IVF_PQ"), ann_build_params(1_000_000, 384, "IVF_PQ")
+    assert small["num_sub_vectors"] == large["num_sub_vectors"] == 48  # 8 dims a sub-vector
+    assert large["num_partitions"] > 20 * small["num_partitions"]
+    assert ann_search_params(1_000_000, "IVF_PQ")["nprobes"] > ann_search_params(300_000, "IVF_PQ")["nprobes"]
+    assert ann_search_params(40_000, "IVF_PQ")["nprobes"] <= small["num_partitions"]
+    assert "num_sub_vectors" not in ann_build_params(1_000_000, 384, "IVF_HNSW_SQ")
+
+
+def test_the_ann_keeps_exact_search_top_10_at_the_shipped_parameters(tmp_path, monkeypatch):
+    # a real IVF_PQ index on clustered vectors (many partitions: 1 per 256 rows here), searched
+    # through vector_search: >= 0.95 of exact search's top 10, where Lance's own parameters
+    # (no re-ranking on the full vectors) keep less
+    import h3.resources.store.lance as lance
+
+    monkeypatch.setattr(lance, "ANN_MIN_ROWS", 1_000)
+    monkeypatch.setattr(lance, "IVF_ROWS_PER_PARTITION", 256)
+    rng = np.random.default_rng(1)
+    centres = rng.standard_normal((40, EMBEDDING_DIM)).astype(np.float32)
+    vecs = centres[rng.integers(0, 40, 6_000)] + 0.6 * rng.standard_normal(
+        (6_000, EMBEDDING_DIM)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    def agreement(store) -> float:
+        store.add("chunks", [_chunk("d", i, f"row {i}", v) for i, v in enumerate(vecs)])
+        store.ensure_indexes("chunks")
+        shares = []
+        for q in vecs[rng.integers(0, len(vecs), 20)] + 0.05:
+            exact = set(np.argsort(-(vecs @ (q / np.linalg.norm(q))))[:10])
+            got = {int(h["chunk_id"].split(":c")[1]) for h in store.vector_search("chunks", q, 10)}
+            shares.append(len(got & exact) / 10)
+        return float(np.mean(shares))
+
+    class LanceDefaults(LanceDocumentStore):
+        def ann_build_params(self, rows: int, dim: int) -> dict:
+            return {}
+
+        def ann_search_params(self, rows: int) -> dict:
+            return {}
+
+    shipped = agreement(LanceDocumentStore(tmp_path / "shipped"))
+    assert shipped >= 0.95
+    assert agreement(LanceDefaults(tmp_path / "defaults")) < shipped
