@@ -32,6 +32,7 @@ SCENARIOS: dict[str, str] = {
     "ruler": "benchmarks.runtime.ruler:run_ruler",
     "passkey_api": "benchmarks.runtime.passkey_api:run_passkey_api",
     "prefill": "benchmarks.runtime.prefill:run_prefill",
+    "trace": "benchmarks.runtime.trace:run_trace",
     "docs": "benchmarks.documents.seed:run_docs",
     "code": "benchmarks.documents.seed:run_code",
     "multihop": "benchmarks.documents.seed:run_multihop",
@@ -59,8 +60,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="scenario to run (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
     p.add_argument("--out", default="bench-results", help="folder for report.json and plots")
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
-    p.add_argument("--home", help="filings, answers, navigate, embedding_engines, scale, disk: this H3_HOME, which holds the corpus, "
-                                  "instead of ingesting it into a fresh one")
+    p.add_argument("--home", help="filings, answers, navigate, embedding_engines, scale, disk, trace: this H3_HOME, "
+                                   "which holds the corpus, instead of ingesting it into a fresh one")
     p.add_argument("--samples", type=_at_least_one, help="ruler, passkey_api: samples per task (or "
                                                  "depth) and length (different seeds; default 1)")
     p.add_argument("--first-seed", type=int, help="ruler, passkey_api: the first of those seeds "

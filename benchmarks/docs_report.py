@@ -60,6 +60,12 @@ DESCRIPTIONS = {
     "multihop": "Several documents prefilled separately and asked together (the first an exact "
                 "prefix, the others re-positioned with a recompute at each boundary); one run "
                 "with a corrupted block.",
+    "trace": "The corpus KV cache over streams of questions on the development filings (zipf, "
+             "sequential readings, drifting topics, a burst on one company; tune and check "
+             "halves pooled, each in `halves`): AHAS, LRU, LFU and no cache on the same stream, "
+             "warm budget a quarter of the streams' KV; warm/hot hit rates, bytes read from "
+             "disk, prefetch precision/recall, TTFT through the `h3 ask` path; `ablation`: AHAS "
+             "with one rule off.",
     "filings": "Page recall, routing and CEO/CFO questions on the development filings (companies "
                "split into a tune and a check half), with and without the routing prior and "
                "with the company taken out of the question; recall latency.",
@@ -89,7 +95,7 @@ DESCRIPTIONS = {
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
          "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate",
-                                                              "embedding_engines", "scale", "disk"}}
+                                                              "embedding_engines", "scale", "disk", "trace"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:

@@ -83,12 +83,15 @@ class RuntimeConfig(Section):
     # RULER keys at 4K and halved the KL on real filings, for ~10-20% more time a decoded token
     # on a CPU (README, runtime); 0 ranks by the sketches alone
     decode_exact_rescore: int = Field(2, ge=0)
+    # which stored document KV blocks stay in memory between questions (kvcache/corpus.py):
+    # ahas (heat, thresholds, prefetch: scheduler.*, hbf.prefetch_*), lru, lfu or none
+    corpus_cache: Literal["ahas", "lru", "lfu", "none"] = "ahas"
 
 
 class SchedulerConfig(Section):
     model_config = ConfigDict(title="scheduler")
 
-    # every knob is a heat or a fraction: in [0, 1]
+    # every knob but relevance_window (questions) is a heat or a fraction: in [0, 1]
     ahaz_alpha: float = Field(0.999, ge=0, le=1)  # decay of the access-frequency term of a block's heat
     hbm_threshold: float = Field(0.95, ge=0, le=1)  # heat above this -> hot
     hbf_threshold: float = Field(0.3, ge=0, le=1)  # heat between cold_threshold and this -> warm
@@ -100,6 +103,8 @@ class SchedulerConfig(Section):
     # blocks below cold_threshold go to cold once the warm tier is fuller than this fraction;
     # below it host memory is free and a disk round trip would be pure cost
     warm_watermark: float = Field(0.5, ge=0, le=1)
+    # the corpus cache's relevance term: a block's best cosine with the last this-many questions
+    relevance_window: int = Field(10, gt=0)
 
     @model_validator(mode="after")
     def _ordered(self) -> SchedulerConfig:
@@ -115,6 +120,10 @@ class HbfConfig(Section):
 
     prefetch_window: int = Field(2, ge=0)  # sequential pattern: prefetch this many next blocks
     prefetch_similarity: float = 0.7  # jumping pattern: prefetch blocks whose summary is this similar
+    # the corpus cache's jump prefetch: blocks whose vector (a chunk's embedding) has a cosine
+    # above this with the question's. 0.5 was tuned on the tune half of the trace bench
+    # (0.7: drift -2.5 / +1.7 points vs LRU on tune / check; 0.5: +5.0 / +10.0)
+    corpus_prefetch_similarity: float = Field(0.5, ge=-1, le=1)
 
 
 class H3Config(Section):

@@ -88,11 +88,15 @@ class H3RuntimeResource(ConfigurableResource):
 
     def _open(self, cfg: H3Config) -> ReuseRuntime:
         from h3_runtime.engine import H3Engine  # heavy: loads the model
+        from h3_runtime.kvcache.corpus import CorpusKVCache
         from h3_runtime.reuse.doc_kv import DocumentKV
         from h3_runtime.reuse.runtime import ReuseRuntime
 
         engine = H3Engine(config=cfg)
-        store = DocumentKV(engine.cold, doc_kv_root(cfg))
+        # stored KV is read through the corpus cache: warm / hot across questions (runtime.corpus_cache)
+        corpus = CorpusKVCache.from_config(engine.cold, cfg, next(engine.model.parameters()).dtype,
+                                           next(engine.model.parameters()).device)
+        store = DocumentKV(engine.cold, doc_kv_root(cfg), cache=corpus)
         chunk = cfg.runtime.prefill_chunk_tokens
         if not self.tiered_cache:
             return ReuseRuntime(engine.model, engine.tokenizer, store,

@@ -30,6 +30,7 @@ from transformers import DynamicCache
 from h3_runtime.kvcache.block import DTYPES, KVBlock, chain_hashes, content_key
 from h3_runtime.kvcache.checksum import block_checksum
 from h3_runtime.kvcache.cold import KVBlockStore
+from h3_runtime.kvcache.corpus import CorpusKVCache
 
 FORMAT_VERSION = 2  # 1: per-document folders of 256-token groups (reuse/blocks.py, removed)
 # Tokens per stored document block: a whole-document load concatenates its blocks, and 64-token
@@ -81,8 +82,10 @@ class DocumentKV:
     """Stored document KV: per-document indexes over the blocks of one `KVBlockStore`."""
 
     def __init__(self, blocks: KVBlockStore, root: str | Path,
-                 block_tokens: int = DOC_BLOCK_TOKENS) -> None:
+                 block_tokens: int = DOC_BLOCK_TOKENS, cache: CorpusKVCache | None = None) -> None:
         self.blocks, self.block_tokens = blocks, int(block_tokens)
+        # blocks are read through the corpus cache (hot / warm / cold across questions) when set
+        self.cache = cache
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._by_key: dict[str, DocKVIndex] = {}
@@ -104,8 +107,19 @@ class DocumentKV:
         index = self._read(self.index_path(doc_id, model_key))
         if index is None or not all(self.blocks.lookup(k) for k in index.block_keys()):
             return None
-        self._by_key[index.key] = index
+        self._remember(index)
         return index
+
+    def _remember(self, index: DocKVIndex) -> None:
+        """Indexes it by key and tells the corpus cache its blocks (document, order, size)."""
+        if self.cache is not None and index.key not in self._by_key:
+            for b, name in enumerate(index.block_keys()):
+                if self.cache.knows(name):  # the caller described it (e.g. with a vector)
+                    continue
+                start, end = index.block_span(b)
+                self.cache.describe(name, nbytes=(end - start) * index.bytes_per_token,
+                                    group=index.doc_id, order=b)
+        self._by_key[index.key] = index
 
     def put(self, doc_id: str, model_key: str, token_ids: Sequence[int], keys: torch.Tensor,
             values: torch.Tensor, *, spans: Sequence[tuple[int, int]] = (),
@@ -136,7 +150,7 @@ class DocumentKV:
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(json.dumps(asdict(index)))
         os.replace(tmp, path)
-        self._by_key[index.key] = index
+        self._remember(index)
         return index
 
     def load(self, key: str, start: int = 0, end: int | None = None
@@ -155,7 +169,8 @@ class DocumentKV:
         T = index.block_tokens
         b0, b1 = start // T, (end - 1) // T
         names = index.block_keys()
-        parts = [self.blocks.load(names[b]) for b in range(b0, b1 + 1)]
+        read = self.blocks.load if self.cache is None else self.cache.get
+        parts = [read(names[b]) for b in range(b0, b1 + 1)]
         for b in range(b0, b1 + 1):
             self.blocks.touch(names[b])
         ks = torch.cat([p.keys for p in parts], dim=2) if len(parts) > 1 else parts[0].keys

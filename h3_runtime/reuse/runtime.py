@@ -113,16 +113,25 @@ class ReuseRuntime:
         return segments
 
     def answer(self, segments: Sequence[Segment], max_new_tokens: int = 64, reuse: bool = True,
-               recompute_tokens: int | None = None, no_repeat_ngram: int = 0) -> Answer:
+               recompute_tokens: int | None = None, no_repeat_ngram: int = 0,
+               query_vector: torch.Tensor | None = None) -> Answer:
         """Builds the cache (loading stored spans when `reuse`), decodes greedily (never
         repeating a `no_repeat_ngram`-gram when > 0: see greedy_decode); stats hold
         ttft_s, total_s, prompt_tokens, prefill_tokens_computed, kv_tokens_loaded_cold, the
-        hot-tier bytes and integrity_errors."""
+        hot-tier bytes and integrity_errors. `query_vector`: the question's embedding, for the
+        corpus cache's relevance and similar-block prefetch (optional)."""
         t0 = time.perf_counter()
         cache = self.cache_factory()
-        logits, built = build_cache(
-            self.model, segments, cache, store=self.store, inv_freq=self.inv_freq, reuse=reuse,
-            recompute_tokens=self.recompute_tokens if recompute_tokens is None else recompute_tokens)
+        corpus = self.store.cache  # stored KV across questions (kvcache/corpus.py), if any
+        if corpus is not None:
+            corpus.begin_question(query_vector)
+        try:
+            logits, built = build_cache(
+                self.model, segments, cache, store=self.store, inv_freq=self.inv_freq,
+                reuse=reuse, recompute_tokens=self.recompute_tokens if recompute_tokens is None
+                else recompute_tokens)
+        finally:  # between questions: the cache's policy promotes, demotes, prefetches
+            tiers = corpus.end_question() if corpus is not None else {}
         first: list[float] = []
         tokens = greedy_decode(self.model, cache, logits, max_new_tokens, self.eos_ids,
                                on_first=lambda: first.append(time.perf_counter() - t0),
@@ -142,6 +151,10 @@ class ReuseRuntime:
             "cold_load_s": round(built.load_s, 4), "compute_s": round(built.compute_s, 4),
             "new_tokens": len(tokens),
         }
+        if corpus is not None:
+            stats["corpus_cache"] = {"policy": corpus.policy.name,
+                                     "blocks_read": len(tiers.get("accessed", ())),
+                                     "tiers": tiers.get("tiers", [])}
         if self.cache_stats is not None:  # a tiered cache reports its own hot-tier numbers
             stats.update(self.cache_stats(cache))
         if built.errors:

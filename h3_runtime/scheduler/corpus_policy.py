@@ -1,0 +1,267 @@
+"""Which stored KV blocks a corpus KV cache keeps in memory between questions: one interface
+(`CachePolicy`), four policies: `ahas` (heat, thresholds, prefetch), `lru` (LMCache's default),
+`lfu` and `none` (every block read from disk each question).
+
+A policy ranks the blocks the cache holds (`score`: the lowest goes first when a block must make
+room) and, between two questions, plans moves (`plan`): which blocks are hot (the budgeted pool
+next to the model), which warm blocks may be dropped for a prefetch, which blocks to prefetch
+from cold to warm. The cache (kvcache/corpus.py) carries the plan out within its budgets.
+
+AHAS (the source design's rules, every number from `h3_config.yaml`):
+    heat = (1 - w) * freq / max(freq) + w * relevance              (w: scheduler.relevance_weight)
+- freq: accesses, every count decayed by `scheduler.ahaz_alpha` after each question;
+- relevance: the block's vector's best cosine with the last `scheduler.relevance_window`
+  questions' vectors, rescaled so the median block's is 0 (0 for a block without a vector);
+- hot: the warm blocks with heat >= `scheduler.hbm_threshold` have a hot copy, hottest first,
+  as many as `runtime.hbm_size_gb` holds (fewer promotions than LRU's "the latest are hot", and
+  fewer hot hits: `h3 bench --scenario trace`). The in-request rules `hbf_threshold` and the
+  memory-pressure bar are not used here: in the trace bench's ablation neither changed a figure
+  at the shipped bar (hot never filled), so they were removed from this policy;
+- cold: a warm block with heat < `scheduler.cold_threshold` may be dropped (its bytes are on
+  disk) to make room for a prefetch; no other block is ever dropped for a guess;
+- prefetch (`hbf.prefetch_window` blocks a question): a question whose first block follows the
+  previous question's in the same document (sequential reading) brings the next blocks of that
+  document; any other question (a jump) brings the blocks most similar to it (cosine above
+  `hbf.corpus_prefetch_similarity`).
+Each rule can be switched off (`AhasPolicy(off=...)`) for the trace bench's ablation table.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from h3_runtime.config import HbfConfig, SchedulerConfig
+
+POLICIES = ("ahas", "lru", "lfu", "none")
+# the AHAS rules the trace bench switches off one at a time
+RULES = ("frequency", "relevance", "hot_threshold", "cold_demotion", "sequential_prefetch",
+         "semantic_prefetch")
+
+
+@dataclass(slots=True)
+class UnitInfo:
+    """What a policy may know of a block: its size, its document and place in it, a vector."""
+
+    nbytes: int
+    group: str | None = None  # the document it belongs to
+    order: int = 0  # its place in the document (reading order)
+    vector: torch.Tensor | None = None  # unit-norm (F,), e.g. the chunk's embedding
+
+
+@dataclass(slots=True)
+class Plan:
+    """Moves between two questions: `hot` in priority order (the cache keeps those that fit),
+    `droppable` warm blocks a prefetch may replace, `prefetch` blocks to bring to warm, best first."""
+
+    hot: list[str] = field(default_factory=list)
+    droppable: set[str] = field(default_factory=set)
+    prefetch: list[str] = field(default_factory=list)
+    pattern: str | None = None
+
+
+class CachePolicy:
+    """LRU: the most recently used blocks stay (and the most recent are hot). The base of all."""
+
+    name = "lru"
+    keeps = True  # False: nothing is kept between questions (`none`)
+
+    def __init__(self) -> None:
+        self.units: dict[str, UnitInfo] = {}
+        self.clock = 0  # questions seen
+        self.last: dict[str, int] = {}
+        self.count: dict[str, int] = {}
+
+    def describe(self, key: str, info: UnitInfo) -> None:
+        self.units[key] = info
+
+    def on_question(self, vector: torch.Tensor | None) -> None:
+        """A question starts (`vector`: its embedding, when the caller has one)."""
+        self.clock += 1
+
+    def on_access(self, key: str) -> None:
+        """One access to `key` in the current question (counted once per question by the cache)."""
+        self.last[key] = self.clock
+        self.count[key] = self.count.get(key, 0) + 1
+
+    def score(self, key: str) -> float:
+        """Keep-worthiness of a held block: the lowest is dropped first."""
+        return float(self.last.get(key, -1))
+
+    def plan(self, held: Iterable[str], accessed: Sequence[str], hot: Iterable[str],
+             hot_fill: float) -> Plan:
+        """After a question: hot = the held blocks by score (the cache keeps what fits)."""
+        return Plan(hot=sorted(held, key=self.score, reverse=True))
+
+
+class LfuPolicy(CachePolicy):
+    """LFU: the most often used blocks stay (ties: the most recent)."""
+
+    name = "lfu"
+
+    def score(self, key: str) -> float:
+        return self.count.get(key, 0) + self.last.get(key, -1) / (self.clock + 1)
+
+
+class NoCachePolicy(CachePolicy):
+    """No cache: every question reads its blocks from cold (the blocks it reads twice are read
+    once: they are in the request's own memory)."""
+
+    name = "none"
+    keeps = False
+
+    def plan(self, held: Iterable[str], accessed: Sequence[str], hot: Iterable[str],
+             hot_fill: float) -> Plan:
+        return Plan()
+
+
+class AhasPolicy(CachePolicy):
+    """Adaptive heat-aware scheduling across questions (rules in the module docstring)."""
+
+    name = "ahas"
+
+    def __init__(self, scheduler: SchedulerConfig, hbf: HbfConfig,
+                 off: Iterable[str] = ()) -> None:
+        super().__init__()
+        self.cfg, self.hbf = scheduler, hbf
+        self.off = frozenset(off)
+        unknown = self.off - set(RULES)
+        if unknown:
+            raise ValueError(f"unknown AHAS rule(s) {sorted(unknown)}; rules: {', '.join(RULES)}")
+        self.freq: dict[str, float] = {}
+        self.recent: deque[torch.Tensor] = deque(maxlen=max(scheduler.relevance_window, 1))
+        self._rel: dict[str, float] = {}
+        self._prev: tuple[str | None, int] | None = None  # previous question's first block's place
+        self._matrix: tuple[list[str], torch.Tensor] | None = None
+
+    def describe(self, key: str, info: UnitInfo) -> None:
+        super().describe(key, info)
+        self._matrix = None
+
+    def on_question(self, vector: torch.Tensor | None) -> None:
+        super().on_question(vector)
+        self._query = None if vector is None else _unit(vector)
+        if self._query is not None:
+            self.recent.append(self._query)
+        self._rel = {}
+
+    def on_access(self, key: str) -> None:
+        super().on_access(key)
+        self.freq[key] = self.freq.get(key, 0.0) + 1.0
+
+    def relevance(self, key: str) -> float:
+        """The block's best cosine with the recent questions, rescaled so that the median
+        described block's is 0 and 1 stays 1 (unrelated chunks of one corpus still have cosines
+        of 0.2-0.4: without the rescale no block would ever be below the cold threshold)."""
+        if "relevance" in self.off or not self.recent:
+            return 0.0
+        if not self._rel:
+            keys, mat = self._vectors()
+            if keys:
+                best = (mat @ torch.stack(list(self.recent)).T).amax(1)  # (n,)
+                mid = float(best.median())
+                scaled = ((best - mid) / max(1.0 - mid, 1e-6)).clamp(0.0, 1.0)
+                self._rel = dict(zip(keys, scaled.tolist(), strict=True))
+        return self._rel.get(key, 0.0)
+
+    def _known(self, key: str) -> bool:
+        info = self.units.get(key)
+        return info is not None and info.vector is not None and bool(self.recent)
+
+    def heat(self, key: str) -> float:
+        w = self.cfg.relevance_weight
+        top = max(self.freq.values(), default=0.0)
+        f = 0.0 if "frequency" in self.off or top <= 0 else self.freq.get(key, 0.0) / top
+        if "frequency" in self.off:
+            return self.relevance(key)
+        if "relevance" in self.off:
+            return f
+        return (1.0 - w) * f + w * self.relevance(key)
+
+    def score(self, key: str) -> float:
+        return self.heat(key)
+
+    def plan(self, held: Iterable[str], accessed: Sequence[str], hot: Iterable[str],
+             hot_fill: float) -> Plan:
+        held = list(held)
+        heat = {k: self.heat(k) for k in held}
+        cfg = self.cfg
+        bar = 0.0 if "hot_threshold" in self.off else cfg.hbm_threshold
+        # hot: the warm blocks at or above the bar, hottest first (the cache keeps what fits)
+        order = sorted((k for k in held if heat[k] >= bar), key=heat.get, reverse=True)
+        # cold: the block is no longer relevant to the recent questions (frequency left out: in a
+        # stream without repeats every read block has the top frequency, and none would ever go)
+        # (a block without a vector has no relevance: its heat decides)
+        droppable = set() if "cold_demotion" in self.off else {
+            k for k in held if k not in accessed and (
+                self.relevance(k) if self._known(k) else heat[k]) < cfg.cold_threshold}
+        pattern, prefetch = self._prefetch(held, accessed)
+        # decay after the plan: this question's accesses count fully once
+        alpha = cfg.ahaz_alpha
+        for k in self.freq:
+            self.freq[k] *= alpha
+        return Plan(hot=order, droppable=droppable, prefetch=prefetch, pattern=pattern)
+
+    def _prefetch(self, held: list[str], accessed: Sequence[str]) -> tuple[str | None, list[str]]:
+        window = self.hbf.prefetch_window
+        first = self.units.get(accessed[0]) if accessed else None
+        if first is None or window <= 0:
+            return None, []
+        place = (first.group, first.order)
+        prev, self._prev = self._prev, place
+        have = set(held) | set(accessed)
+        forward = (prev is not None and first.group is not None and prev[0] == first.group
+                   and first.order > prev[1])
+        if forward:
+            if "sequential_prefetch" in self.off:
+                return "sequential", []
+            last = max((self.units[k].order for k in accessed
+                        if k in self.units and self.units[k].group == first.group),
+                       default=first.order)
+            nxt = sorted((info.order, k) for k, info in self.units.items()
+                         if info.group == first.group and last < info.order <= last + window)
+            return "sequential", [k for _, k in nxt if k not in have][:window]
+        if "semantic_prefetch" in self.off or self._query is None:
+            return "jumping", []
+        keys, mat = self._vectors()
+        if not keys:
+            return "jumping", []
+        sims = mat @ self._query  # (n,)
+        order = torch.argsort(sims, descending=True).tolist()
+        picked = [keys[i] for i in order if float(sims[i]) > self.hbf.corpus_prefetch_similarity
+                  and keys[i] not in have]
+        return "jumping", picked[:window]
+
+    def _vectors(self) -> tuple[list[str], torch.Tensor]:
+        if self._matrix is None:
+            keys = [k for k, u in self.units.items() if u.vector is not None]
+            mat = (torch.stack([self.units[k].vector for k in keys]) if keys
+                   else torch.zeros(0, 1))
+            self._matrix = (keys, mat)
+        return self._matrix
+
+
+def _unit(v: torch.Tensor) -> torch.Tensor:
+    v = v.detach().to(torch.float32).flatten()
+    return v / v.norm().clamp_min(1e-12)
+
+
+def make_policy(name: str, scheduler: SchedulerConfig | None = None,
+                hbf: HbfConfig | None = None, off: Iterable[str] = ()) -> CachePolicy:
+    """The policy named `name` (one of POLICIES); `off`: AHAS rules switched off."""
+    if name == "ahas":
+        return AhasPolicy(scheduler or SchedulerConfig(), hbf or HbfConfig(), off)
+    if off:
+        raise ValueError(f"policy {name}: only ahas has rules to switch off")
+    kinds = {"lru": CachePolicy, "lfu": LfuPolicy, "none": NoCachePolicy}
+    if name not in kinds:
+        raise ValueError(f"unknown corpus cache policy {name!r}; choose from {', '.join(POLICIES)}")
+    return kinds[name]()
+
+
+def unit_vector(v: torch.Tensor) -> torch.Tensor:
+    """`v` flattened, float32, scaled to unit norm (how UnitInfo.vector is kept)."""
+    return _unit(v)

@@ -1,0 +1,71 @@
+"""`h3 bench --scenario trace`: its streams are replayable and of the kind they say, and the
+replay's figures separate the policies (placeholder blocks here; the scenario reads real KV)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks.cli import SCENARIOS
+from benchmarks.runtime.trace import KINDS, Unit, dry_figures, make_trace
+from h3_runtime.config import H3Config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def shipped_config() -> H3Config:
+    return H3Config.load(ROOT / "h3_config.yaml", strict=False)
+
+
+def corpus(docs: int = 3, per_doc: int = 30, topics: int = 6, seed: int = 0) -> list[Unit]:
+    """Units with clustered vectors (a topic per cluster), in reading order per document."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(topics, 16))
+    units = []
+    for d in range(docs):
+        for i in range(per_doc):
+            v = centres[rng.integers(topics)] + 0.3 * rng.normal(size=16)
+            units.append(Unit(f"d{d}:c{i}", f"d{d}", i, 1, "text", "", v / np.linalg.norm(v)))
+    return units
+
+
+def test_scenario_is_registered():
+    assert SCENARIOS["trace"] == "benchmarks.runtime.trace:run_trace"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_streams_are_replayable_and_well_formed(kind):
+    units = corpus()
+    a, b = make_trace(kind, units, 24), make_trace(kind, units, 24)
+    assert [q.evidence for q in a] == [q.evidence for q in b]
+    assert len(a) == 24 and all(len(q.evidence) == 3 and q.evidence[0] == q.focus for q in a)
+
+
+def test_sequential_stream_reads_forward_in_one_document():
+    units = corpus()
+    trace = make_trace("sequential", units, 8)
+    orders = [units[j].order for q in trace for j in q.evidence]
+    assert len({units[j].doc for q in trace for j in q.evidence}) == 1
+    assert orders == list(range(orders[0], orders[0] + len(orders)))
+
+
+def test_unknown_kind_is_an_error_naming_it():
+    with pytest.raises(ValueError, match="spiral"):
+        make_trace("spiral", corpus(), 4)
+
+
+def test_prefetch_makes_the_next_passage_warm_and_no_cache_never_is():
+    units = corpus()
+    sizes = {u.key: 1 << 20 for u in units}
+    warm = len(units) // 4 << 20
+    trace = make_trace("sequential", units, 24)
+    cfg = shipped_config()
+    ahas = dry_figures(units, trace, cfg, warm, sizes, "ahas")
+    lru = dry_figures(units, trace, cfg, warm, sizes, "lru")
+    none = dry_figures(units, trace, cfg, warm, sizes, "none")
+    assert ahas["next_section_first_use_warm"] >= 0.5 > lru["next_section_first_use_warm"]
+    assert none["warm_hit_rate"] == 0 and none["cold_bytes_read"] > ahas["cold_bytes_read"]
+    off = dry_figures(units, trace, cfg, warm, sizes, "ahas", off=("sequential_prefetch",))
+    assert off["warm_hit_rate"] < ahas["warm_hit_rate"]

@@ -1,0 +1,237 @@
+"""The corpus KV cache (kvcache/corpus.py) and its policies (scheduler/corpus_policy.py): blocks
+served from the fastest tier, budgets, LRU / LFU / none / AHAS decisions, one test per config
+key the cache reads (changing the key changes an outcome), and the real path: stored document KV
+read through the cache by `ReuseRuntime` gives the same answer under every policy."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from h3_runtime.config import H3Config, HbfConfig, SchedulerConfig
+from h3_runtime.kvcache.block import KVBlock
+from h3_runtime.kvcache.checksum import block_checksum
+from h3_runtime.kvcache.cold import KVBlockStore
+from h3_runtime.kvcache.corpus import GIB, CorpusKVCache
+from h3_runtime.scheduler.corpus_policy import RULES, make_policy
+
+MB = 2**20
+
+
+class Blocks:
+    """A cold tier double holding 1 MB-described blocks (unit tests; the real store below)."""
+
+    def __init__(self) -> None:
+        self.reads: list[str] = []
+
+    def load(self, key: str) -> KVBlock:
+        self.reads.append(key)
+        z = torch.full((1, 1, 2, 2), float(len(key)))
+        return KVBlock(z, z.clone(), 0)
+
+
+def cache(policy: str = "ahas", warm_blocks: int = 3, hot_blocks: int = 1,
+          scheduler: SchedulerConfig | None = None, hbf: HbfConfig | None = None,
+          n: int = 12, vectors: dict[str, torch.Tensor] | None = None) -> CorpusKVCache:
+    c = CorpusKVCache(Blocks(), make_policy(policy, scheduler, hbf), hot_bytes=hot_blocks * MB,
+                      warm_bytes=warm_blocks * MB)
+    for i in range(n):
+        key = f"b{i}"
+        c.describe(key, nbytes=MB, group="doc", order=i,
+                   vector=None if vectors is None else vectors.get(key))
+    return c
+
+
+def ask(c: CorpusKVCache, *keys: str, vector: torch.Tensor | None = None) -> list[str]:
+    c.begin_question(vector)
+    for k in keys:
+        c.get(k)
+    return c.end_question()["tiers"]
+
+
+def test_served_from_warm_after_a_cold_read_and_counted_once_a_question():
+    c = cache("lru")
+    assert ask(c, "b0", "b0", "b1") == ["cold", "cold"]  # b0 twice: the request's own copy
+    assert ask(c, "b0") in (["warm"], ["hot"])
+    assert c.cold.reads == ["b0", "b1"]
+    assert c.stats()["warm_hit_rate"] == pytest.approx(1 / 3, abs=1e-3)
+    assert c.stats()["cold_bytes_read"] == 2 * MB
+
+
+def test_none_reads_every_question_from_cold():
+    c = cache("none")
+    ask(c, "b0")
+    assert ask(c, "b0") == ["cold"]
+    assert c.stats()["warm_hit_rate"] == 0 and not c.warm
+
+
+def test_warm_budget_is_never_exceeded_and_lru_drops_the_least_recent():
+    c = cache("lru", warm_blocks=2, hot_blocks=0)
+    for k in ("b0", "b1", "b2"):
+        ask(c, k)
+    assert set(c.warm) == {"b1", "b2"} and c._used(c.warm) <= 2 * MB
+
+
+def test_lfu_keeps_the_most_used():
+    c = cache("lfu", warm_blocks=2, hot_blocks=0)
+    for k in ("b0", "b0", "b0", "b1", "b2"):
+        ask(c, k)
+    assert "b0" in c.warm and "b1" not in c.warm
+
+
+def test_blocks_from_the_real_store_are_the_stored_bytes_in_every_tier(tmp_path):
+    store = KVBlockStore(tmp_path / "kv", GIB)
+    k, v = torch.randn(2, 1, 8, 4).half(), torch.randn(2, 1, 8, 4).half()
+    store.store("x-all", KVBlock(k, v, block_checksum(k, v)))
+    c = CorpusKVCache(store, make_policy("lru"), hot_bytes=10**6, warm_bytes=10**6,
+                      serve_dtype=torch.float32)
+    c.begin_question()
+    cold = c.get("x-all")
+    c.end_question()
+    c.begin_question()
+    warm = c.get("x-all")
+    c.end_question()
+    assert torch.equal(cold.keys, k.float()) and torch.equal(warm.keys, cold.keys)
+    assert c.stats()["cold_bytes_read"] == k.nbytes + v.nbytes
+
+
+def test_sequential_reading_is_prefetched():
+    c = cache("ahas", warm_blocks=6)
+    ask(c, "b0", "b1")
+    ask(c, "b2", "b3")  # forward in the same document: the next two come to warm
+    assert c.last_pattern == "sequential"
+    assert ask(c, "b4", "b5")[:2] == ["warm", "warm"]
+    assert c.counters.prefetch_used == 2
+
+
+def test_unknown_rule_or_policy_is_an_error_naming_it():
+    with pytest.raises(ValueError, match="nonsense"):
+        make_policy("ahas", off=("nonsense",))
+    with pytest.raises(ValueError, match="mru"):
+        make_policy("mru")
+    assert set(RULES) >= {"frequency", "cold_demotion", "semantic_prefetch"}
+
+
+# ---- one test per key the cache reads: changing it changes an outcome ---------------------------
+
+def test_key_runtime_corpus_cache_picks_the_policy():
+    for name in ("ahas", "lru", "lfu", "none"):
+        cfg = H3Config().replace("runtime", corpus_cache=name)
+        assert CorpusKVCache.from_config(Blocks(), cfg).policy.name == name
+
+
+def test_keys_runtime_hbm_and_hbf_size_gb_are_the_hot_and_warm_budgets():
+    cfg = H3Config().replace("runtime", hbm_size_gb=0.25, hbf_size_gb=0.5)
+    c = CorpusKVCache.from_config(Blocks(), cfg)
+    assert (c.hot_budget, c.warm_budget) == (GIB // 4, GIB // 2)
+
+
+def _frequency_vs_recency(alpha: float) -> set[str]:
+    """b0 read three times long ago, then b1..b3 once each, warm holds three: which stay."""
+    c = cache("ahas", warm_blocks=3, hot_blocks=0, hbf=HbfConfig(prefetch_window=0),
+              scheduler=SchedulerConfig(ahaz_alpha=alpha, relevance_weight=0.0))
+    for k in ("b0", "b0", "b0", "b1", "b2", "b3"):
+        ask(c, k)
+    return set(c.warm)
+
+
+def test_key_scheduler_ahaz_alpha_decays_frequency():
+    assert "b0" in _frequency_vs_recency(0.999)  # three reads outweigh one
+    assert "b0" not in _frequency_vs_recency(0.1)  # decayed to nothing
+
+
+def test_key_scheduler_hbm_threshold_bars_hot_copies():
+    def hot(threshold: float) -> int:
+        c = cache("ahas", hot_blocks=4, scheduler=SchedulerConfig(
+            hbm_threshold=threshold, hbf_threshold=min(threshold, 0.3),
+            cold_threshold=min(threshold, 0.05)))
+        ask(c, "b0")
+        ask(c, "b0", "b5")  # b0 the most read: heat 1 with relevance_weight's share left out
+        return len(c.hot)
+
+    assert hot(0.0) == 2 and hot(0.95) == 0
+
+
+def _drift(scheduler: SchedulerConfig, hbf: HbfConfig | None = None) -> CorpusKVCache:
+    """Warm full of blocks of topic A; a question jumps back (not forward in the document) to
+    topic B: is B's neighbour prefetched."""
+    a, b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    vectors = {"b6": a, "b7": a, "b8": a, "b1": b, "b2": b, "b3": b + 0.1 * a}
+    c = cache("ahas", warm_blocks=3, hot_blocks=0, scheduler=scheduler, hbf=hbf,
+              vectors=vectors)
+    ask(c, "b6", "b7", "b8", vector=a)
+    ask(c, "b1", vector=b)
+    return c
+
+
+def test_key_scheduler_cold_threshold_lets_prefetches_replace_irrelevant_blocks():
+    assert _drift(SchedulerConfig(cold_threshold=0.05)).counters.prefetched >= 1
+    assert _drift(SchedulerConfig(cold_threshold=0.0)).counters.prefetched == 0  # warm full
+
+
+def test_key_hbf_prefetch_window_sets_how_many_blocks_a_question_prefetches():
+    def prefetched(window: int) -> int:
+        c = cache("ahas", warm_blocks=8, hbf=HbfConfig(prefetch_window=window))
+        ask(c, "b0")
+        ask(c, "b1")
+        return c.counters.prefetched
+
+    assert (prefetched(0), prefetched(1), prefetched(3)) == (0, 1, 3)
+
+
+def test_key_hbf_corpus_prefetch_similarity_bars_jump_prefetches():
+    near = _drift(SchedulerConfig(), HbfConfig(corpus_prefetch_similarity=0.5))
+    far = _drift(SchedulerConfig(), HbfConfig(corpus_prefetch_similarity=0.999))
+    assert (near.counters.prefetched, far.counters.prefetched) == (2, 1)
+
+
+def test_key_scheduler_relevance_window_is_how_many_questions_relevance_remembers():
+    def relevance(window: int) -> float:
+        a, b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+        far = {f"b{i}": -(a + b) for i in range(3, 9)}  # unrelated blocks: the median is theirs
+        c = cache("ahas", scheduler=SchedulerConfig(relevance_window=window),
+                  vectors={"b0": a, "b1": b, "b2": (a + b) / 2, **far})
+        ask(c, "b0", vector=a)
+        ask(c, "b1", vector=b)
+        return c.policy.relevance("b0")
+
+    assert relevance(1) < 0.5 and relevance(10) == 1.0
+
+
+# ---- the real path: stored document KV through the cache, the same answer under each policy -----
+
+class CharTokenizer:
+    """Bytes as token ids (the tiny model's vocabulary is 128): enough for PromptLayout."""
+
+    eos_token_id = 0
+
+    def __call__(self, text: str, add_special_tokens: bool = False):
+        class Out:
+            input_ids = [b % 127 + 1 for b in text.encode()]
+        return Out()
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return "".join(chr(i) for i in ids)
+
+
+def test_reuse_runtime_reads_stored_kv_through_the_cache_and_answers_alike(tmp_path, tiny_model):
+    from h3_runtime.reuse.doc_kv import DocumentKV
+    from h3_runtime.reuse.prompt import ChunkText
+    from h3_runtime.reuse.runtime import ReuseRuntime
+
+    blocks = KVBlockStore(tmp_path / "kv", GIB)
+    chunks = [ChunkText(f"c{i}", 1, "alpha beta gamma delta " * 30) for i in range(2)]
+    answers = {}
+    for name in ("none", "lru", "ahas"):
+        corpus = CorpusKVCache(blocks, make_policy(name), hot_bytes=GIB, warm_bytes=GIB)
+        store = DocumentKV(blocks, tmp_path / "docs", cache=corpus)
+        rt = ReuseRuntime(tiny_model, CharTokenizer(), store)
+        rt.precompute("doc", chunks)
+        segments = rt.document_segments("doc", chunks, "what?")
+        first = rt.answer(segments, max_new_tokens=3)
+        second = rt.answer(segments, max_new_tokens=3)
+        assert first.token_ids == second.token_ids
+        tiers = second.stats["corpus_cache"]["tiers"]
+        assert tiers and all(t == "cold" for t in tiers) == (name == "none")
+        answers[name] = first.token_ids
+    assert answers["none"] == answers["lru"] == answers["ahas"]
