@@ -45,9 +45,12 @@ demo: install
 	@echo
 	@echo "Open the Dagster UI on this store with: make ui   (then http://127.0.0.1:3000)"
 
+# Two test processes (pytest-xdist, one file each at a time): many tests wait on Dagster, a
+# browser or a subprocess, so two keep both cores busy. TEST_WORKERS=0 runs them in one process.
+TEST_WORKERS ?= 2
 test: install
 	$(VENV)/bin/ruff check .
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # The quick loop while developing: everything but the tests marked slow.
 test-fast: install

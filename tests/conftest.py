@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -37,18 +38,40 @@ def sample_corpus(tmp_path: Path) -> Path:
     return target
 
 
+def _built_once(factory: pytest.TempPathFactory, name: str,
+                build: Callable[[Path], object]) -> tuple[Path, object]:
+    """`build(folder)` run once per test session, even when pytest-xdist splits the session
+    over worker processes (make test runs two): the first worker builds under a lock in the
+    folder the workers share, the others wait and read what it wrote. (folder, build's
+    JSON-able result)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:  # one process: nothing to share
+        folder = factory.mktemp(name)
+        return folder, build(folder)
+    from filelock import FileLock
+
+    shared = factory.getbasetemp().parent  # the same for every worker of this session
+    folder, done = shared / name, shared / f"{name}.json"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            folder.mkdir(exist_ok=True)
+            done.write_text(json.dumps(build(folder)))
+    return folder, json.loads(done.read_text())
+
+
 @pytest.fixture(scope="session")
 def ingested_sample(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """The sample corpus ingested once through Dagster (`h3 index-build`'s code path) into a
     session H3_HOME; tests that use it must only read. {"home", "corpus", "report"}."""
     from h3.pipelines.cli.index_build import ingest
 
-    base = tmp_path_factory.mktemp("ingested")
-    corpus = base / "corpus"
-    shutil.copytree(SAMPLE_CORPUS, corpus)
-    with h3_home_env(base / "h3") as home:
-        report = ingest([str(corpus)], compress=True)  # the compressed layer too
-    return {"home": home, "corpus": corpus, "report": report}
+    def build(base: Path) -> dict:
+        shutil.copytree(SAMPLE_CORPUS, base / "corpus")
+        with h3_home_env(base / "h3"):
+            return ingest([str(base / "corpus")], compress=True)  # the compressed layer too
+
+    base, report = _built_once(tmp_path_factory, "ingested", build)
+    return {"home": base / "h3", "corpus": base / "corpus", "report": report}
 
 
 @pytest.fixture(scope="session")
@@ -60,5 +83,8 @@ def default_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         return Path(given)
     from h3_runtime.models import ensure_default_model
 
-    with h3_home_env(tmp_path_factory.mktemp("model-home")):
-        return ensure_default_model()
+    def build(home: Path) -> str:
+        with h3_home_env(home):
+            return str(ensure_default_model())
+
+    return Path(_built_once(tmp_path_factory, "model-home", build)[1])

@@ -9,7 +9,7 @@ from pathlib import Path
 # every table the pipeline writes (assets and resources); a new table belongs here and in
 # resources/store/tables.py
 EXPECTED = {"documents", "regions", "chunks", "chunks_ml", "edges", "entities", "structures",
-            "figure_embeddings", "chunk_summaries", "kv_blocks", "analysis", "cross_checks"}
+            "figure_embeddings", "chunk_summaries", "kv_blocks", "analysis", "cross_checks", "sections"}
 
 
 def test_stats_on_an_empty_store_lists_every_table(tmp_path):

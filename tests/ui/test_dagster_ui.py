@@ -182,7 +182,7 @@ def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
 
             expect.set_options(timeout=90_000)  # the code location loads torch etc.: slow
             page.goto(f"{base}/locations/{LOCATION}/jobs/ingest_documents", timeout=120_000)
-            expect(page.get_by_text("View 13 assets")).to_be_visible(timeout=180_000)
+            expect(page.get_by_text("View 14 assets")).to_be_visible(timeout=180_000)
             for group in ("ingestion", "knowledge", "compression"):  # the graph, by concern
                 expect(page.get_by_text(group, exact=True).first).to_be_visible()
             page.screenshot(path=SHOTS / "1-asset-graph.png")
