@@ -19,10 +19,12 @@ def greedy_decode(model: torch.nn.Module, cache: ReuseCache, first_logits: torch
                   forward: Callable | None = None,
                   step_seconds: list[float] | None = None,
                   margins: list[float] | None = None,
-                  no_repeat_ngram: int = 0) -> list[int]:
+                  no_repeat_ngram: int = 0,
+                  stop: Callable[[list[int]], bool] | None = None) -> list[int]:
     """Greedy continuation from `first_logits` `(V,)` over `cache` (which it extends); stops at
-    an EOS or after `max_new_tokens`. `forward`: what runs one token (default: the model; the
-    engine passes the model's own forward when `model.forward` is wrapped). `step_seconds`, if
+    an EOS, after `max_new_tokens`, or once `stop(tokens so far)` is true. `forward`: what runs
+    one token (default: the model; the engine passes the model's own forward when
+    `model.forward` is wrapped). `step_seconds`, if
     given, receives each forward call's wall time, in order; `margins`, if given, each chosen
     token's logit lead over the runner-up (how near a tie the greedy choice was).
     `no_repeat_ngram` n > 0: a token that would repeat an n-gram already generated is never
@@ -43,7 +45,7 @@ def greedy_decode(model: torch.nn.Module, cache: ReuseCache, first_logits: torch
         if step == 0 and on_first is not None:
             on_first()
         out.append(token)
-        if token in eos_ids or step == max_new_tokens - 1:
+        if token in eos_ids or step == max_new_tokens - 1 or (stop is not None and stop(out)):
             break
         ids = torch.tensor([[token]], device=device)  # (1, 1)
         cache.note_tokens(ids)

@@ -10,6 +10,12 @@ from pathlib import Path
 
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Two workers on two cores: one math thread each (and in the processes they start), or
+    # torch's and onnxruntime's thread pools fight each other for the same cores.
+    for _threads in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_threads, "1")
+
 from h3.pipelines.instance import h3_home_env  # noqa: F401  (re-exported for the tests)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -53,6 +53,13 @@ class ReuseRuntime:
         eos = tokenizer.eos_token_id
         self.eos_ids = tuple(eos if isinstance(eos, list) else [eos]) if eos is not None else ()
 
+    def _paragraph_ended(self, tokens: list[int]) -> bool:
+        """Whether the text of `tokens` has a blank line after its first non-blank text."""
+        tail = self.tokenizer.decode(tokens[-3:], skip_special_tokens=True)
+        if "\n\n" not in tail:
+            return False  # cheap test first: a blank line that just ended is in the last tokens
+        return "\n\n" in self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+
     def precompute(self, doc_id: str, chunks: Sequence[ChunkText], force: bool = False
                    ) -> tuple[DocKVIndex, bool]:
         """Stores the document's KV (head + chunks) unless already stored; (index, computed now)."""
@@ -114,12 +121,14 @@ class ReuseRuntime:
 
     def answer(self, segments: Sequence[Segment], max_new_tokens: int = 64, reuse: bool = True,
                recompute_tokens: int | None = None, no_repeat_ngram: int = 0,
-               query_vector: torch.Tensor | None = None) -> Answer:
+               query_vector: torch.Tensor | None = None, one_paragraph: bool = False) -> Answer:
         """Builds the cache (loading stored spans when `reuse`), decodes greedily (never
         repeating a `no_repeat_ngram`-gram when > 0: see greedy_decode); stats hold
         ttft_s, total_s, prompt_tokens, prefill_tokens_computed, kv_tokens_loaded_cold, the
         hot-tier bytes and integrity_errors. `query_vector`: the question's embedding, for the
-        corpus cache's relevance and similar-block prefetch (optional)."""
+        corpus cache's relevance and similar-block prefetch (optional). `one_paragraph`: stop at
+        the first blank line after some text (an answer, not the essay a small model goes on to
+        write: shorter to decode, and less for it to state without evidence)."""
         t0 = time.perf_counter()
         cache = self.cache_factory()
         corpus = self.store.cache  # stored KV across questions (kvcache/corpus.py), if any
@@ -135,7 +144,8 @@ class ReuseRuntime:
         first: list[float] = []
         tokens = greedy_decode(self.model, cache, logits, max_new_tokens, self.eos_ids,
                                on_first=lambda: first.append(time.perf_counter() - t0),
-                               no_repeat_ngram=no_repeat_ngram)
+                               no_repeat_ngram=no_repeat_ngram,
+                               stop=self._paragraph_ended if one_paragraph else None)
         total = time.perf_counter() - t0
         text = self.tokenizer.decode([t for t in tokens if t not in self.eos_ids],
                                      skip_special_tokens=True).strip()

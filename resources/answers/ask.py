@@ -183,7 +183,7 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
         pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in evidence]
         segments = runtime.evidence_segments(pieces, answer.question)
     generated, grounding = checked_generation(runtime, segments, given, answer.question,
-                                              max_new_tokens, reuse)
+                                              max_new_tokens, reuse, one_paragraph=True)
     answer.generated = generated.text if grounding["grounded"] else None
     answer.grounding = grounding
     answer.stats = {**generated.stats, **doc_kv}
@@ -195,12 +195,14 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
 
 
 def checked_generation(runtime: ReuseRuntime, segments: list, given: list[str], question: str,
-                       max_new_tokens: int, reuse: bool = True) -> tuple:
+                       max_new_tokens: int, reuse: bool = True, one_paragraph: bool = False
+                       ) -> tuple:
     """The model's answer over `segments` (it cannot loop: NO_REPEAT_NGRAM) and its check
     against the texts it was `given`: (the runtime's Answer, {"checked", "model_text",
     "grounded", "unsupported_figures", "unsupported_names"}). Used by `ask` and the analysis
-    assets, so every generated text a user sees passed the same check."""
+    assets, so every generated text a user sees passed the same check. `one_paragraph`: stop
+    at the model's first blank line (ask: one answer; see ReuseRuntime.answer)."""
     generated = runtime.answer(segments, max_new_tokens, reuse=reuse,
-                               no_repeat_ngram=NO_REPEAT_NGRAM)
+                               no_repeat_ngram=NO_REPEAT_NGRAM, one_paragraph=one_paragraph)
     verdict = check(generated.text, given, question)
     return generated, {"checked": True, "model_text": generated.text, **verdict.to_json()}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import torch
 
 from h3.resources.answers.extractive import extract, sentences, statement_rows, table_rows
@@ -130,3 +132,29 @@ def test_decoding_cannot_repeat_an_ngram_when_asked_not_to():
     guarded = greedy_decode(_Looping(), _NoCache(), first, 9, no_repeat_ngram=3)
     trigrams = [tuple(guarded[i:i + 3]) for i in range(len(guarded) - 2)]
     assert len(trigrams) == len(set(trigrams)) and guarded[:3] == [0, 1, 2]
+
+
+def test_decoding_stops_when_its_stop_rule_says_so():
+    first = torch.tensor([1.0, 0.0, 0.0, 0.5, 0.0])
+    assert greedy_decode(_Looping(), _NoCache(), first, 9, stop=lambda out: out[-1] == 2) == [0, 1, 2]
+
+
+def test_an_answer_paragraph_ends_at_its_first_blank_line(default_model_dir):
+    from transformers import AutoTokenizer
+
+    from h3_runtime.reuse.runtime import ReuseRuntime
+
+    tokenizer = AutoTokenizer.from_pretrained(default_model_dir)
+    holder = SimpleNamespace(tokenizer=tokenizer)
+
+    def ended(text: str) -> bool:
+        return ReuseRuntime._paragraph_ended(holder, tokenizer.encode(text))
+
+    assert not ended("\n\nCapital expenditure was")  # a blank start is not an end
+    assert not ended("Capital expenditure was $1,577 million.\nIn 2017")
+    assert ended("Capital expenditure was $1,577 million.\n\n")
+    # token by token, as greedy_decode asks: the answer ends right after the blank line
+    ids = tokenizer.encode("Capital expenditure was $1,577 million.\n\nIn 2017 it was")
+    first_end = next(i for i in range(1, len(ids) + 1)
+                     if ReuseRuntime._paragraph_ended(holder, ids[:i]))
+    assert tokenizer.decode(ids[:first_end]) == "Capital expenditure was $1,577 million.\n\n"
