@@ -23,7 +23,9 @@ KEEP_VERSIONS = timedelta(days=1)
        description="Full-text/ANN indexes refreshed, fragments compacted, old table versions "
                    "pruned, for every cold-store table.")
 def store_indexes(context: AssetExecutionContext, store: DocumentStoreResource) -> dict:
-    import lancedb
+    from h3.resources.store.lancedb_import import import_lancedb
+
+    lancedb = import_lancedb()
 
     db = store.get_store()
     # A second connection: compaction is a LanceDB table operation the store does not wrap.

@@ -58,7 +58,9 @@ def home_parts(home: Path) -> dict[str, int]:
 
 def stored_pages_and_pdf_bytes(home: Path) -> tuple[int, int, int]:
     """(pages, PDF bytes, documents) of the ok documents of `home`'s store (0s without one)."""
-    import lancedb
+    from h3.resources.store.lancedb_import import import_lancedb
+
+    lancedb = import_lancedb()
 
     folder = home / "lancedb"
     if not (folder / "documents.lance").is_dir():

@@ -97,6 +97,7 @@ class H3RuntimeResource(ConfigurableResource):
         corpus = CorpusKVCache.from_config(engine.cold, cfg, next(engine.model.parameters()).dtype,
                                            next(engine.model.parameters()).device)
         store = DocumentKV(engine.cold, doc_kv_root(cfg), cache=corpus)
+        store.span_vectors = chunk_vectors  # blocks get their chunks' vectors (relevance rule)
         chunk = cfg.runtime.prefill_chunk_tokens
         if not self.tiered_cache:
             return ReuseRuntime(engine.model, engine.tokenizer, store,
@@ -150,3 +151,14 @@ class H3RuntimeResource(ConfigurableResource):
         runtime = self.get_runtime()
         return {"cold_tier_bytes": runtime.store.usage_bytes(), "model_key": runtime.model_key,
                 "format_version": KV_FORMAT}
+
+
+def chunk_vectors(kv_id: str) -> dict[str, list[float]]:
+    """{chunk id: SBERT vector} of the chunks of the document a stored KV entry (a whole
+    document, or one of its parts) belongs to, from $H3_HOME's document store."""
+    from h3.resources.navigation.prompts import document_of_kv_id
+    from h3.resources.store import open_store, sql_str
+
+    doc_id = document_of_kv_id(kv_id)
+    rows = open_store().rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "vector"])
+    return {r["chunk_id"]: r["vector"] for r in rows if r["vector"] is not None}

@@ -44,6 +44,22 @@ def sample_corpus(tmp_path: Path) -> Path:
     return target
 
 
+@pytest.fixture
+def machine_to_itself(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Runs the test while no other test holding this fixture runs (in any xdist worker). For
+    the tests that fill both cores and GBs of memory with processes of their own (20 recalls at
+    once, a dask cluster, a browser): two of them at once on a 2-core machine starve each
+    other's timeouts and heartbeats (the scale-out test went from ~60 s alone to 680 s beside
+    the concurrency test). The other worker waits here, then goes on."""
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(str(tmp_path_factory.getbasetemp().parent / "machine-to-itself.lock")):
+        yield
+
+
 def _built_once(factory: pytest.TempPathFactory, name: str,
                 build: Callable[[Path], object]) -> tuple[Path, object]:
     """`build(folder)` run once per test session, even when pytest-xdist splits the session

@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -73,6 +73,17 @@ class DocKVIndex:
         return [content_key(h, None) for h in self.blocks]
 
 
+def block_vector(index: DocKVIndex, start: int, end: int,
+                 vectors: Mapping[str, Sequence[float]]) -> torch.Tensor | None:
+    """The mean vector of the chunks whose token spans overlap [start, end), or None when
+    none of them has one."""
+    found = [vectors[cid] for (s, e), cid in zip(index.spans, index.span_ids, strict=False)
+             if s < end and e > start and cid in vectors]
+    if not found:
+        return None
+    return torch.tensor(found, dtype=torch.float32).mean(dim=0)
+
+
 def document_hashes(model_key: str, token_ids: Sequence[int], block_tokens: int) -> list[str]:
     """The chained prefix hash of each block of a document, the shorter last one included."""
     return chain_hashes(model_key, list(token_ids), block_tokens, partial_tail=True)
@@ -89,6 +100,10 @@ class DocumentKV:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._by_key: dict[str, DocKVIndex] = {}
+        # doc id -> {chunk id: its embedding}, when the caller has them (the resource reads the
+        # document store's chunk vectors): a block's vector is the mean of its chunks', which
+        # lets the corpus cache's relevance rule compare blocks with the questions asked
+        self.span_vectors: Callable[[str], Mapping[str, Sequence[float]]] | None = None
 
     def index_path(self, doc_id: str, model_key: str) -> Path:
         name = hashlib.blake2b(doc_id.encode(), digest_size=8).hexdigest()
@@ -113,12 +128,14 @@ class DocumentKV:
     def _remember(self, index: DocKVIndex) -> None:
         """Indexes it by key and tells the corpus cache its blocks (document, order, size)."""
         if self.cache is not None and index.key not in self._by_key:
+            vectors = self.span_vectors(index.doc_id) if self.span_vectors is not None else {}
             for b, name in enumerate(index.block_keys()):
                 if self.cache.knows(name):  # the caller described it (e.g. with a vector)
                     continue
                 start, end = index.block_span(b)
                 self.cache.describe(name, nbytes=(end - start) * index.bytes_per_token,
-                                    group=index.doc_id, order=b)
+                                    group=index.doc_id, order=b,
+                                    vector=block_vector(index, start, end, vectors))
         self._by_key[index.key] = index
 
     def put(self, doc_id: str, model_key: str, token_ids: Sequence[int], keys: torch.Tensor,

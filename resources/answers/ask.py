@@ -182,8 +182,12 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
         given = [h["text"] for h in evidence]
         pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in evidence]
         segments = runtime.evidence_segments(pieces, answer.question)
+    # stored KV is read through the corpus cache, whose relevance rule keeps the blocks near
+    # recent questions warm: it needs the question's vector (evidence hits are prefilled anew)
+    vector = question_vector(answer.question) if branch is not None or doc_id else None
     generated, grounding = checked_generation(runtime, segments, given, answer.question,
-                                              max_new_tokens, reuse, one_paragraph=True)
+                                              max_new_tokens, reuse, one_paragraph=True,
+                                              query_vector=vector)
     answer.generated = generated.text if grounding["grounded"] else None
     answer.grounding = grounding
     answer.stats = {**generated.stats, **doc_kv}
@@ -194,15 +198,25 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
                                               branch)
 
 
+def question_vector(question: str):  # noqa: ANN201  (torch.Tensor; torch loads with the model)
+    """The question's SBERT vector `(384,)`, as the chunks' vectors are computed."""
+    import torch
+
+    from h3.resources.models.embedder import get_embedder
+
+    return torch.from_numpy(get_embedder().encode([question])[0].copy())
+
+
 def checked_generation(runtime: ReuseRuntime, segments: list, given: list[str], question: str,
-                       max_new_tokens: int, reuse: bool = True, one_paragraph: bool = False
-                       ) -> tuple:
+                       max_new_tokens: int, reuse: bool = True, one_paragraph: bool = False,
+                       query_vector=None) -> tuple:  # noqa: ANN001  (torch.Tensor | None)
     """The model's answer over `segments` (it cannot loop: NO_REPEAT_NGRAM) and its check
     against the texts it was `given`: (the runtime's Answer, {"checked", "model_text",
     "grounded", "unsupported_figures", "unsupported_names"}). Used by `ask` and the analysis
     assets, so every generated text a user sees passed the same check. `one_paragraph`: stop
     at the model's first blank line (ask: one answer; see ReuseRuntime.answer)."""
     generated = runtime.answer(segments, max_new_tokens, reuse=reuse,
-                               no_repeat_ngram=NO_REPEAT_NGRAM, one_paragraph=one_paragraph)
+                               no_repeat_ngram=NO_REPEAT_NGRAM, one_paragraph=one_paragraph,
+                               query_vector=query_vector)
     verdict = check(generated.text, given, question)
     return generated, {"checked": True, "model_text": generated.text, **verdict.to_json()}

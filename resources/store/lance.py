@@ -103,7 +103,9 @@ class LanceDocumentStore(DocumentStore):
     (read_consistency_interval=0), so a CLI process and a Dagster run never read stale rows."""
 
     def __init__(self, path: str | Path, ann_index_type: str = "IVF_PQ") -> None:
-        import lancedb
+        from h3.resources.store.lancedb_import import import_lancedb
+
+        lancedb = import_lancedb()
 
         self.path = Path(path)
         self._fts_columns: dict[str, str] = {}  # table -> its full-text index's column

@@ -33,7 +33,8 @@ def _run_all(procs, timeout_s: float) -> list[tuple[int, str, str]]:
 
 
 @pytest.mark.slow
-def test_20_recalls_then_4_asks_concurrently(ingested_sample, default_model_dir, tmp_path):
+def test_20_recalls_then_4_asks_concurrently(machine_to_itself, ingested_sample, default_model_dir,
+                                             tmp_path):
     home = tmp_path / "h3"
     shutil.copytree(ingested_sample["home"], home)  # ask may store KV: never write the shared one
     # the model converted once, as in any H3_HOME after its first ask: the asks below measure

@@ -235,3 +235,32 @@ def test_reuse_runtime_reads_stored_kv_through_the_cache_and_answers_alike(tmp_p
         assert tiers and all(t == "cold" for t in tiers) == (name == "none")
         answers[name] = first.token_ids
     assert answers["none"] == answers["lru"] == answers["ahas"]
+
+
+def test_block_vectors_are_their_chunks_mean_and_reach_the_policy(tmp_path, tiny_model):
+    from h3_runtime.reuse.doc_kv import DocumentKV
+    from h3_runtime.reuse.prompt import ChunkText
+    from h3_runtime.reuse.runtime import ReuseRuntime
+
+    blocks = KVBlockStore(tmp_path / "kv", GIB)
+    chunks = [ChunkText(f"c{i}", 1, "alpha beta gamma delta " * 30) for i in range(3)]
+    vectors = {"c0": [1.0, 0.0, 0.0], "c1": [0.0, 1.0, 0.0]}  # c2 has none
+    corpus = CorpusKVCache(blocks, make_policy("ahas"), hot_bytes=GIB, warm_bytes=GIB)
+    store = DocumentKV(blocks, tmp_path / "docs", cache=corpus)
+    store.span_vectors = lambda doc_id: vectors if doc_id == "doc" else {}
+    rt = ReuseRuntime(tiny_model, CharTokenizer(), store)
+    index, _ = rt.precompute("doc", chunks)
+    rt.answer(rt.document_segments("doc", chunks, "what?"), max_new_tokens=1,
+              query_vector=torch.tensor([0.0, 1.0, 0.0]))
+    units = corpus.policy.units
+    for b, key in enumerate(index.block_keys()):
+        start, end = index.block_span(b)
+        near = [cid for (s, e), cid in zip(index.spans, index.span_ids, strict=True)
+                if s < end and e > start and cid in vectors]
+        if not near:
+            assert units[key].vector is None
+            continue
+        mean = torch.tensor([vectors[c] for c in near]).mean(dim=0)
+        assert torch.allclose(units[key].vector, mean / mean.norm()), (b, near)
+    assert any(units[k].vector is None for k in index.block_keys())  # c2's own blocks
+    assert corpus.policy.recent  # the question's vector was remembered for relevance

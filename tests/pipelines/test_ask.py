@@ -65,6 +65,14 @@ def test_doc_reuse_is_exact_and_loads_instead_of_prefilling(home, capsys):
         nav_again["document_kv_bytes_estimate"] // nav_again["document_tokens"])
     assert again["quotes"] and again["answer"] == again["quotes"][0]["text"]
     assert list((home["home"] / "kv" / "docs").iterdir())  # stored under H3_HOME's cold tier
+    # the corpus cache knows each stored block's vector (its chunks' mean) and the question's,
+    # so its relevance rule has something to compare
+    from h3.resources.runtime import _OPEN
+
+    policies = [r.store.cache.policy for key, r in _OPEN.items()
+                if key[-1] == str(home["home"]) and r.store.cache is not None]
+    assert any(p.recent and sum(u.vector is not None for u in p.units.values())
+               >= s["kv_tokens_loaded_cold"] // 256 for p in policies), policies
 
 
 def test_recalled_evidence_reuses_stored_chunks(home, capsys):

@@ -68,8 +68,8 @@ def _kill_a_worker_mid_step(client, step: str, killed: list[str]) -> None:
 
 
 @pytest.mark.slow
-def test_two_workers_on_postgres_store_what_one_process_does(ingested_sample, postgres_url,
-                                                             tmp_path, monkeypatch):
+def test_two_workers_on_postgres_store_what_one_process_does(machine_to_itself, ingested_sample,
+                                                             postgres_url, tmp_path, monkeypatch):
     import dask.distributed
 
     from h3.pipelines.cli.index_build import ingest

@@ -144,7 +144,7 @@ def _partition_statuses(base: str, asset: str) -> dict:
 
 
 @pytest.mark.slow
-def test_ui_launches_ingestion_and_shows_failed_documents(tmp_path):
+def test_ui_launches_ingestion_and_shows_failed_documents(machine_to_itself, tmp_path):
     from dagster import DagsterRunStatus
     from playwright.sync_api import expect, sync_playwright
 
