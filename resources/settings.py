@@ -69,11 +69,24 @@ class ColdStorageSettings(Section):
         return value
 
 
+class NavigationSettings(Section):
+    """The `navigation` section: how much of a document a `--doc` question loads (its branch)."""
+
+    model_config = ConfigDict(title="navigation")
+
+    # parts of the document's tree a question loads (each ~1.2K tokens at most: tree.PART_TOKENS)
+    branch_sections: int = Field(3, gt=0)
+    # the branch's passages at most, in chunk tokens (best chunks kept first): within the
+    # bundled model's 8K context with the question and the answer
+    branch_tokens: int = Field(6000, gt=0)
+
+
 class ConfigFile(H3Config):
     """The one schema of h3_config.yaml: the runtime's sections plus the pipeline's keys."""
 
     hbf: HbfSettings = HbfSettings()
     cold_storage: ColdStorageSettings = ColdStorageSettings()
+    navigation: NavigationSettings = NavigationSettings()
 
 
 def check_pca_dim(dim: Any, input_dim: int | None = None) -> None:
@@ -92,6 +105,7 @@ class Settings:
     runtime: H3Config = field(default_factory=H3Config)
     hbf: HbfSettings = field(default_factory=HbfSettings)
     cold_storage: ColdStorageSettings = field(default_factory=ColdStorageSettings)
+    navigation: NavigationSettings = field(default_factory=NavigationSettings)
 
     @classmethod
     def of(cls, file: ConfigFile) -> Settings:
@@ -99,7 +113,8 @@ class Settings:
         hbf = HbfConfig(**file.hbf.model_dump(include=set(HbfConfig.model_fields)))
         runtime = H3Config(model=file.model, runtime=file.runtime, scheduler=file.scheduler,
                            hbf=hbf)
-        return cls(runtime=runtime, hbf=file.hbf, cold_storage=file.cold_storage)
+        return cls(runtime=runtime, hbf=file.hbf, cold_storage=file.cold_storage,
+                   navigation=file.navigation)
 
     @classmethod
     def parse(cls, data: Any) -> Settings:

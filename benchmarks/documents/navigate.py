@@ -31,6 +31,7 @@ import numpy as np
 
 from benchmarks.documents.filings import _jsonl, by_half, corpus_dir
 from benchmarks.documents.split import half_of, halves
+from h3.resources.settings import load_config
 
 SAMPLE_TTFT = 1  # questions per half timed with the model (seconds each on 2 cores)
 FLAT_K = 5
@@ -100,7 +101,9 @@ def measure(db, tree, question: dict, embed, layout, per_token: int, limit: int,
         pages = {int(r["page"]) for r in rows if r["chunk_id"] in
                  {c for p in ranked[:k] for c in p.chunk_ids}}
         out[f"branch_hit_{k}"] = bool(pages & evidence)
-    shipped = choose(question["question"], tree.sections, rows, qvec)
+    nav = load_config().navigation
+    shipped = choose(question["question"], tree.sections, rows, qvec,
+                     sections=nav.branch_sections, max_tokens=nav.branch_tokens)
     out["branch"] = [f"{p.section_id} p{p.pages}" for p in shipped.parts]
     branch_tokens = head + sum(by_id[r["chunk_id"]] for r in shipped.chunks)
     document_tokens = head + sum(tokens)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from h3.resources.navigation.navigate import BRANCH_TOKENS, Branch, choose
+from h3.resources.navigation.navigate import Branch, choose
 from h3.resources.navigation.store import DocumentTree, document_tree
+from h3.resources.settings import load_config
 from h3.resources.store import DocumentStore
 
 if TYPE_CHECKING:
@@ -25,8 +26,9 @@ def navigated_evidence(db: DocumentStore, doc: str, question: str,
         from h3.resources.models.embedder import get_embedder
 
         embed = get_embedder().encode
+    nav = load_config().navigation  # the branch's size: navigation.branch_sections / _tokens
     branch = choose(question, tree.sections, tree.chunks, embed([question])[0],
-                    max_tokens=BRANCH_TOKENS)
+                    sections=nav.branch_sections, max_tokens=nav.branch_tokens)
     evidence = [{"doc_id": tree.doc_id, "source": tree.source, "page": int(r["page"]),
                  "bbox": list(r.get("bbox") or []), "kind": "text", "text": r["text"],
                  "score": 0.0, "via": "navigation"} for r in branch.chunks]

@@ -20,14 +20,14 @@ from h3.ontology.sections import Section
 from h3.resources.navigation.tree import chunk_order
 from h3.resources.recall.statements import asked_statements, classify_page
 from h3.resources.recall.text import _stem, coverage, query_terms_all, stems
+from h3.resources.settings import NavigationSettings
 
-BRANCH_SECTIONS = 3  # parts a question loads (~3.6K tokens at most: tree.PART_TOKENS)
+# parts a question loads by default: h3_config.yaml's `navigation.branch_sections` (the callers
+# pass the loaded config's value, with `navigation.branch_tokens` as `max_tokens`)
+BRANCH_SECTIONS = NavigationSettings().branch_sections
 COVERAGE_WEIGHT = 0.3  # share of the question's words a chunk holds
 VECTOR_WEIGHT = 0.3  # the part's centroid cosine
 TITLE_WEIGHT = 0.2  # the question's words in the part's and its section's titles
-# A branch's passages at most (chunk tokens): parts hold tree.PART_TOKENS each, so this binds only
-# on a part of one oversized chunk; it keeps a branch within the bundled model's 8K context.
-BRANCH_TOKENS = 6000
 
 
 @dataclass(slots=True)

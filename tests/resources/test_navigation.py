@@ -160,3 +160,31 @@ def test_outline_and_ask_doc_over_an_ingested_store(ingested_sample, capsys):
         assert nav["sections"] and nav["tree"] == "stored"
         pages = {p for s in nav["sections"] for p in range(s["page_start"], s["page_end"] + 1)}
         assert all(q["page"] in pages for q in answer["quotes"])
+
+
+def test_keys_navigation_branch_sections_and_tokens_size_the_branch(tmp_path, monkeypatch):
+    from h3.resources.models.embedder import get_embedder
+    from h3.resources.navigation import answer
+    from h3.resources.navigation.store import DocumentTree
+
+    embed = get_embedder().encode
+    rows = _rows(FILING, tokens=200)
+    for r, v in zip(rows, embed([r["text"] for r in rows]), strict=True):
+        r["vector"] = list(map(float, v))
+    tree = DocumentTree("d1", "filing.pdf", build_tree("d1", rows), rows, stored=True)
+    # the store's read is the one double here: the keys go through the real config loader
+    monkeypatch.setattr(answer, "document_tree", lambda db, doc: tree)
+
+    def branch(**keys: int):
+        config = tmp_path / f"h3_config_{len(keys)}_{sum(keys.values())}.yaml"
+        lines = "".join(f"  {k}: {v}\n" for k, v in keys.items())
+        config.write_text(f"navigation:\n{lines}" if keys else "{}\n")
+        monkeypatch.setenv("H3_CONFIG", str(config))
+        return answer.navigated_evidence(None, "d1", "What was the capital expenditure?",
+                                         embed)[1]
+
+    shipped, one = branch(), branch(branch_sections=1)
+    assert len(one.parts) == 1 < len(shipped.parts) == 3
+    assert one.parts[0] == shipped.parts[0]  # the same best part, fewer of the rest
+    small = branch(branch_tokens=250)
+    assert small.tokens <= 250 < shipped.tokens and small.parts == shipped.parts
