@@ -9,6 +9,7 @@ decodes greedily, timing the first token. `reuse=False` computes everything (the
 from __future__ import annotations
 
 import functools
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,12 +23,31 @@ from h3_runtime.reuse.doc_kv import DocKVIndex, DocumentKV, precompute_document
 from h3_runtime.reuse.prompt import ChunkText, PromptLayout, text_digest
 from h3_runtime.reuse.rope import rope_inv_freq
 
+# The end of a statement: a sentence mark after a word or figure, then white space ("1.05" and
+# "$1,577.0" are not ends: a digit follows their point), or a blank line.
+_STATEMENT_END = re.compile(r"[^\s.][.!?][\"')\]]*\s|\S\s*\n\s*\n")
+MIN_STATEMENT_WORDS = 3  # "1. " or "Item 7. " opening a list or a heading is not a statement
+
 
 @dataclass(slots=True)
 class Answer:
     text: str
     token_ids: list[int]
     stats: dict = field(default_factory=dict)
+
+
+def statement_end(text: str) -> int | None:
+    """Where `text`'s first statement ends (see ReuseRuntime._statement_ended), or None."""
+    for m in _STATEMENT_END.finditer(text):
+        if len(text[:m.end()].split()) >= MIN_STATEMENT_WORDS:
+            return m.end()
+    return None
+
+
+def first_statement(text: str) -> str:
+    """`text` up to the end of its first statement (all of it when it holds none)."""
+    end = statement_end(text)
+    return text if end is None else text[:end].strip()
 
 
 class ReuseRuntime:
@@ -53,12 +73,14 @@ class ReuseRuntime:
         eos = tokenizer.eos_token_id
         self.eos_ids = tuple(eos if isinstance(eos, list) else [eos]) if eos is not None else ()
 
-    def _paragraph_ended(self, tokens: list[int]) -> bool:
-        """Whether the text of `tokens` has a blank line after its first non-blank text."""
-        tail = self.tokenizer.decode(tokens[-3:], skip_special_tokens=True)
-        if "\n\n" not in tail:
-            return False  # cheap test first: a blank line that just ended is in the last tokens
-        return "\n\n" in self.tokenizer.decode(tokens, skip_special_tokens=True).lstrip()
+    def _statement_ended(self, tokens: list[int]) -> bool:
+        """Whether the text of `tokens` holds a whole statement: a sentence of at least
+        MIN_STATEMENT_WORDS words ended by its mark and a space, or a paragraph ended by a
+        blank line."""
+        tail = self.tokenizer.decode(tokens[-2:], skip_special_tokens=True)
+        if not any(c.isspace() for c in tail):
+            return False  # cheap test first: an end is followed by white space just written
+        return statement_end(self.tokenizer.decode(tokens, skip_special_tokens=True)) is not None
 
     def precompute(self, doc_id: str, chunks: Sequence[ChunkText], force: bool = False
                    ) -> tuple[DocKVIndex, bool]:
@@ -121,14 +143,15 @@ class ReuseRuntime:
 
     def answer(self, segments: Sequence[Segment], max_new_tokens: int = 64, reuse: bool = True,
                recompute_tokens: int | None = None, no_repeat_ngram: int = 0,
-               query_vector: torch.Tensor | None = None, one_paragraph: bool = False) -> Answer:
+               query_vector: torch.Tensor | None = None, one_statement: bool = False
+               ) -> Answer:
         """Builds the cache (loading stored spans when `reuse`), decodes greedily (never
         repeating a `no_repeat_ngram`-gram when > 0: see greedy_decode); stats hold
         ttft_s, total_s, prompt_tokens, prefill_tokens_computed, kv_tokens_loaded_cold, the
         hot-tier bytes and integrity_errors. `query_vector`: the question's embedding, for the
-        corpus cache's relevance and similar-block prefetch (optional). `one_paragraph`: stop at
-        the first blank line after some text (an answer, not the essay a small model goes on to
-        write: shorter to decode, and less for it to state without evidence)."""
+        corpus cache's relevance and similar-block prefetch (optional). `one_statement`: stop at
+        the end of the first sentence or paragraph (an answer, not the essay a small model goes
+        on to write: shorter to decode, and less for it to state without evidence)."""
         t0 = time.perf_counter()
         cache = self.cache_factory()
         corpus = self.store.cache  # stored KV across questions (kvcache/corpus.py), if any
@@ -145,10 +168,12 @@ class ReuseRuntime:
         tokens = greedy_decode(self.model, cache, logits, max_new_tokens, self.eos_ids,
                                on_first=lambda: first.append(time.perf_counter() - t0),
                                no_repeat_ngram=no_repeat_ngram,
-                               stop=self._paragraph_ended if one_paragraph else None)
+                               stop=self._statement_ended if one_statement else None)
         total = time.perf_counter() - t0
         text = self.tokenizer.decode([t for t in tokens if t not in self.eos_ids],
                                      skip_special_tokens=True).strip()
+        if one_statement:  # the end shows once the next word's token (" In") is written
+            text = first_statement(text)
         full_kv = (built.prompt_tokens + len(tokens)) * self.bytes_per_token
         stats = {
             "ttft_s": round(first[0] if first else total, 4), "total_s": round(total, 4),

@@ -186,7 +186,7 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
     # recent questions warm: it needs the question's vector (evidence hits are prefilled anew)
     vector = question_vector(answer.question) if branch is not None or doc_id else None
     generated, grounding = checked_generation(runtime, segments, given, answer.question,
-                                              max_new_tokens, reuse, one_paragraph=True,
+                                              max_new_tokens, reuse, one_statement=True,
                                               query_vector=vector)
     answer.generated = generated.text if grounding["grounded"] else None
     answer.grounding = grounding
@@ -208,15 +208,15 @@ def question_vector(question: str):  # noqa: ANN201  (torch.Tensor; torch loads 
 
 
 def checked_generation(runtime: ReuseRuntime, segments: list, given: list[str], question: str,
-                       max_new_tokens: int, reuse: bool = True, one_paragraph: bool = False,
+                       max_new_tokens: int, reuse: bool = True, one_statement: bool = False,
                        query_vector=None) -> tuple:  # noqa: ANN001  (torch.Tensor | None)
     """The model's answer over `segments` (it cannot loop: NO_REPEAT_NGRAM) and its check
     against the texts it was `given`: (the runtime's Answer, {"checked", "model_text",
     "grounded", "unsupported_figures", "unsupported_names"}). Used by `ask` and the analysis
-    assets, so every generated text a user sees passed the same check. `one_paragraph`: stop
-    at the model's first blank line (ask: one answer; see ReuseRuntime.answer)."""
+    assets, so every generated text a user sees passed the same check. `one_statement`: stop
+    at the end of the model's first sentence or paragraph (ask: one answer; ReuseRuntime.answer)."""
     generated = runtime.answer(segments, max_new_tokens, reuse=reuse,
-                               no_repeat_ngram=NO_REPEAT_NGRAM, one_paragraph=one_paragraph,
+                               no_repeat_ngram=NO_REPEAT_NGRAM, one_statement=one_statement,
                                query_vector=query_vector)
     verdict = check(generated.text, given, question)
     return generated, {"checked": True, "model_text": generated.text, **verdict.to_json()}

@@ -139,22 +139,31 @@ def test_decoding_stops_when_its_stop_rule_says_so():
     assert greedy_decode(_Looping(), _NoCache(), first, 9, stop=lambda out: out[-1] == 2) == [0, 1, 2]
 
 
-def test_an_answer_paragraph_ends_at_its_first_blank_line(default_model_dir):
+def test_an_answer_ends_with_its_first_statement(default_model_dir):
     from transformers import AutoTokenizer
 
-    from h3_runtime.reuse.runtime import ReuseRuntime
+    from h3_runtime.reuse.runtime import ReuseRuntime, first_statement
 
     tokenizer = AutoTokenizer.from_pretrained(default_model_dir)
     holder = SimpleNamespace(tokenizer=tokenizer)
 
     def ended(text: str) -> bool:
-        return ReuseRuntime._paragraph_ended(holder, tokenizer.encode(text))
+        return ReuseRuntime._statement_ended(holder, tokenizer.encode(text))
 
     assert not ended("\n\nCapital expenditure was")  # a blank start is not an end
-    assert not ended("Capital expenditure was $1,577 million.\nIn 2017")
-    assert ended("Capital expenditure was $1,577 million.\n\n")
-    # token by token, as greedy_decode asks: the answer ends right after the blank line
-    ids = tokenizer.encode("Capital expenditure was $1,577 million.\n\nIn 2017 it was")
+    assert not ended("Capital expenditure was $1,577.")  # no space after the mark yet
+    assert not ended("The ratio was 1.05 in")  # a decimal point is not an end
+    assert not ended("1. ") and not ended("Item 7. ")  # a list's or a heading's number
+    assert ended("Capital expenditure was $1,577 million. In")
+    assert ended("The ratio was 1.05.\n")
+    assert ended("Net sales by segment\n\n")  # a paragraph without a mark
+    # token by token, as greedy_decode asks: the answer ends right after its first sentence
+    ids = tokenizer.encode("Capital expenditure was $1,577.0 million. In 2017 it was")
     first_end = next(i for i in range(1, len(ids) + 1)
-                     if ReuseRuntime._paragraph_ended(holder, ids[:i]))
-    assert tokenizer.decode(ids[:first_end]) == "Capital expenditure was $1,577 million.\n\n"
+                     if ReuseRuntime._statement_ended(holder, ids[:i]))
+    assert tokenizer.decode(ids[:first_end]).startswith("Capital expenditure was $1,577.0 million.")
+    assert "2017" not in tokenizer.decode(ids[:first_end])
+    # what the answer shows: the statement, without the next word that revealed its end
+    assert first_statement(tokenizer.decode(ids[:first_end])) == \
+        "Capital expenditure was $1,577.0 million."
+    assert first_statement("no end yet") == "no end yet"
