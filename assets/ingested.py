@@ -36,7 +36,7 @@ PartitionEvent = AssetMaterialization | AssetObservation
 # stored (every later stage reads the store; `cold_storage.keep_staging` keeps them)
 STAGED_BY_INGESTION = ("documents", "layout", "tables", "figures", "ocr", "chunks", "embeddings",
                        "cold_store", "knowledge_graph", "structures", "figure_embeddings",
-                       "token_vectors")
+                       "token_vectors", "sections")
 
 
 def clear_staging(doc_ids: list[str]) -> int:
@@ -50,7 +50,7 @@ def clear_staging(doc_ids: list[str]) -> int:
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "lancedb"},
        backfill_policy=BackfillPolicy.single_run(), output_required=False,
        deps=["cold_store", "knowledge_graph", "structures", "figure_embeddings",
-             "token_vectors"],
+             "token_vectors", "sections"],
        description="One partition per document that made it into the store (metadata: its "
                    "file, pages, chunks). A document that did not is Failed here, and the run "
                    "fails naming each such file and the reason; the others are stored anyway.")

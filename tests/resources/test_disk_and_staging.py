@@ -56,3 +56,10 @@ def test_stored_documents_lose_their_ingestion_staging_unless_kept(tmp_path, mon
     assert not (home / "staging" / "layout" / "a.json").exists()
     assert (home / "staging" / "layout" / "b.json").exists()  # not stored: a re-run reads it
     assert (home / "staging" / "document_kv" / "a.json").exists()  # another job's output
+
+
+def test_an_ingestion_leaves_no_staging_of_the_documents_it_stored(ingested_sample):
+    stored = {d["doc_id"] for d in ingested_sample["report"]["documents"] if d["status"] == "ok"}
+    left = [p.relative_to(ingested_sample["home"]).as_posix()
+            for p in (ingested_sample["home"] / "staging").rglob("*.json") if p.stem in stored]
+    assert stored and not left, left  # every per-document stage's JSON went, `sections` included
