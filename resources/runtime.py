@@ -29,6 +29,7 @@ from h3_runtime.config import H3Config
 from h3_runtime.home import under_home
 from h3_runtime.kvcache.cold import cold_root
 from h3_runtime.reuse.doc_kv import FORMAT_VERSION as KV_FORMAT
+from h3_runtime.reuse.doc_kv import DocKVIndex
 from h3_runtime.reuse.prompt import ChunkText
 
 if TYPE_CHECKING:
@@ -153,12 +154,13 @@ class H3RuntimeResource(ConfigurableResource):
                 "format_version": KV_FORMAT}
 
 
-def chunk_vectors(kv_id: str) -> dict[str, list[float]]:
-    """{chunk id: SBERT vector} of the chunks of the document a stored KV entry (a whole
-    document, or one of its parts) belongs to, from $H3_HOME's document store."""
-    from h3.resources.navigation.prompts import document_of_kv_id
+def chunk_vectors(index: DocKVIndex) -> dict[str, list[float]]:
+    """{chunk id: SBERT vector} of the chunks a stored KV entry (a whole document, or one part
+    of it) spans, from $H3_HOME's document store."""
     from h3.resources.store import open_store, sql_str
 
-    doc_id = document_of_kv_id(kv_id)
-    rows = open_store().rows("chunks", f"doc_id = {sql_str(doc_id)}", ["chunk_id", "vector"])
+    if not index.span_ids:
+        return {}
+    ids = ", ".join(map(sql_str, index.span_ids))
+    rows = open_store().rows("chunks", f"chunk_id IN ({ids})", ["chunk_id", "vector"])
     return {r["chunk_id"]: r["vector"] for r in rows if r["vector"] is not None}

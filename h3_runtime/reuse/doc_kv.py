@@ -100,10 +100,11 @@ class DocumentKV:
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self._by_key: dict[str, DocKVIndex] = {}
-        # doc id -> {chunk id: its embedding}, when the caller has them (the resource reads the
-        # document store's chunk vectors): a block's vector is the mean of its chunks', which
-        # lets the corpus cache's relevance rule compare blocks with the questions asked
-        self.span_vectors: Callable[[str], Mapping[str, Sequence[float]]] | None = None
+        # an index -> {chunk id: its embedding} of its spans' chunks, when the caller has them
+        # (the resource reads the document store's chunk vectors): a block's vector is the mean
+        # of its chunks', which lets the corpus cache's relevance rule compare blocks with the
+        # questions asked
+        self.span_vectors: Callable[[DocKVIndex], Mapping[str, Sequence[float]]] | None = None
 
     def index_path(self, doc_id: str, model_key: str) -> Path:
         name = hashlib.blake2b(doc_id.encode(), digest_size=8).hexdigest()
@@ -128,7 +129,7 @@ class DocumentKV:
     def _remember(self, index: DocKVIndex) -> None:
         """Indexes it by key and tells the corpus cache its blocks (document, order, size)."""
         if self.cache is not None and index.key not in self._by_key:
-            vectors = self.span_vectors(index.doc_id) if self.span_vectors is not None else {}
+            vectors = self.span_vectors(index) if self.span_vectors is not None else {}
             for b, name in enumerate(index.block_keys()):
                 if self.cache.knows(name):  # the caller described it (e.g. with a vector)
                     continue

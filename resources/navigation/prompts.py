@@ -30,11 +30,6 @@ def part_kv_id(doc_id: str, section_id: str) -> str:
     return f"{doc_id}#{section_id}"
 
 
-def document_of_kv_id(kv_id: str) -> str:
-    """The document a stored KV entry belongs to (a part's entry is `<doc_id>#<part id>`)."""
-    return kv_id.split("#", 1)[0]
-
-
 def summary_prompt_chunks(sections: Sequence[Section], count: Callable[[ChunkText], int],
                           limit: int) -> list[ChunkText]:
     """One prompt chunk per top section (chunk_id = its section id, page = its first page):

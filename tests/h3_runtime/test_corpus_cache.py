@@ -247,7 +247,7 @@ def test_block_vectors_are_their_chunks_mean_and_reach_the_policy(tmp_path, tiny
     vectors = {"c0": [1.0, 0.0, 0.0], "c1": [0.0, 1.0, 0.0]}  # c2 has none
     corpus = CorpusKVCache(blocks, make_policy("ahas"), hot_bytes=GIB, warm_bytes=GIB)
     store = DocumentKV(blocks, tmp_path / "docs", cache=corpus)
-    store.span_vectors = lambda doc_id: vectors if doc_id == "doc" else {}
+    store.span_vectors = lambda index: vectors if index.doc_id == "doc" else {}
     rt = ReuseRuntime(tiny_model, CharTokenizer(), store)
     index, _ = rt.precompute("doc", chunks)
     rt.answer(rt.document_segments("doc", chunks, "what?"), max_new_tokens=1,
