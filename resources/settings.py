@@ -81,12 +81,23 @@ class NavigationSettings(Section):
     branch_tokens: int = Field(6000, gt=0)
 
 
+class AnswersSettings(Section):
+    """The `answers` section: what the model reads of a recalled question's evidence."""
+
+    model_config = ConfigDict(title="answers")
+
+    # recalled hits the model reads, in prompt tokens at most (the hits the quotes came from
+    # first): its prefill time grows with each token (~2 ms a token, 2-core CPU, bundled model)
+    model_evidence_tokens: int = Field(768, gt=0)
+
+
 class ConfigFile(H3Config):
     """The one schema of h3_config.yaml: the runtime's sections plus the pipeline's keys."""
 
     hbf: HbfSettings = HbfSettings()
     cold_storage: ColdStorageSettings = ColdStorageSettings()
     navigation: NavigationSettings = NavigationSettings()
+    answers: AnswersSettings = AnswersSettings()
 
 
 def check_pca_dim(dim: Any, input_dim: int | None = None) -> None:
@@ -106,6 +117,7 @@ class Settings:
     hbf: HbfSettings = field(default_factory=HbfSettings)
     cold_storage: ColdStorageSettings = field(default_factory=ColdStorageSettings)
     navigation: NavigationSettings = field(default_factory=NavigationSettings)
+    answers: AnswersSettings = field(default_factory=AnswersSettings)
 
     @classmethod
     def of(cls, file: ConfigFile) -> Settings:
@@ -114,7 +126,7 @@ class Settings:
         runtime = H3Config(model=file.model, runtime=file.runtime, scheduler=file.scheduler,
                            hbf=hbf)
         return cls(runtime=runtime, hbf=file.hbf, cold_storage=file.cold_storage,
-                   navigation=file.navigation)
+                   navigation=file.navigation, answers=file.answers)
 
     @classmethod
     def parse(cls, data: Any) -> Settings:

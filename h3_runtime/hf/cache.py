@@ -22,6 +22,11 @@ from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot import HotPool
 from h3_runtime.kvcache.tiered_attention import TieredLayerAttention
 
+# Exact mode writes new tokens into a buffer with room for this many more, where a plain
+# DynamicLayer copies the whole KV (torch.cat) for every decoded token: at 1.4K tokens that copy
+# was ~0.4 ms a layer, 20-25 ms of each ~100 ms token on the bundled model (2-core CPU).
+EXACT_SPARE_TOKENS = 128
+
 # update() -> attention: which cache/layer owns these new keys. transformers' attention
 # interface is called with the module, q, k, v and the mask only (not the cache), so the sparse
 # update hands its layer over here; the key tensor's identity ties the two calls together.
@@ -44,6 +49,11 @@ class H3Layer(CacheLayerMixin):
         super().__init__()
         self.store: TieredLayerAttention | None = None  # set once the layer goes sparse
         self.n_exact = 0
+        # exact mode: `keys` / `values` are views of the first n_exact tokens of these buffers,
+        # whose whole size (exact_bytes) is what the hot pool accounts for
+        self.key_buffer: torch.Tensor | None = None
+        self.value_buffer: torch.Tensor | None = None
+        self.exact_bytes = 0
 
     def lazy_initialization(self, key_states: torch.Tensor, value_states: torch.Tensor) -> None:
         self.dtype, self.device = key_states.dtype, key_states.device
@@ -77,6 +87,7 @@ class H3Cache(Cache):
         self.sparse = False
         self.block_keys = block_keys  # ids seen so far -> content keys for the cold tier
         self._transient = 0
+        self._spare = 0  # tokens of room a growing exact buffer takes now (update, layer 0)
 
     @property
     def pool(self) -> HotPool:
@@ -98,7 +109,10 @@ class H3Cache(Cache):
             return False
         n = self.get_seq_length()
         bpt = self.geometry.bytes_per_token_layer * batch
-        need = (n + new_tokens) * bpt * len(self.layers) + max(n, self.geometry.chunk_tokens) * bpt
+        # the transient: a layer's old buffer while it grows into a new one
+        buffer = self.layers[0].key_buffer
+        held = max(n, 0 if buffer is None else buffer.shape[-2])
+        need = (n + new_tokens) * bpt * len(self.layers) + max(held, self.geometry.chunk_tokens) * bpt
         return need <= self.pool.budget_bytes
 
     def plan_chunks(self, q_len: int) -> list[int]:
@@ -156,13 +170,9 @@ class H3Cache(Cache):
             raise RuntimeError("H3Cache in sparse mode needs the model's attention set to 'h3' "
                                "(engine.wrap_forward or model.set_attn_implementation('h3'))")
         if not self.sparse:
-            old = layer.keys.nbytes + layer.values.nbytes
-            self.pool.reserve(old + nbytes, "exact kv")  # torch.cat: old and new alive at once
-            layer.keys = torch.cat([layer.keys, key_states], dim=-2)  # (B, H_kv, n + q, D)
-            layer.values = torch.cat([layer.values, value_states], dim=-2)
-            self.pool.release(old, "exact kv")
-            self.pool.occupy(nbytes)
-            layer.n_exact += q
+            if layer_idx == 0:  # the same spare room for every layer (exact_fits counts all)
+                self._spare = EXACT_SPARE_TOKENS if self.exact_fits(q + EXACT_SPARE_TOKENS, batch) else 0
+            self._append_exact(layer, key_states, value_states)
             return layer.keys, layer.values
         if layer.store is None:
             self._to_sparse(layer_idx, key_states)
@@ -172,6 +182,44 @@ class H3Cache(Cache):
         self._transient = nbytes
         _pending.item = (self, layer_idx, key_states)
         return key_states, value_states
+
+    def _append_exact(self, layer: H3Layer, keys: torch.Tensor, values: torch.Tensor) -> None:
+        """Writes the new tokens after the layer's exact KV (growing its buffers when full);
+        `layer.keys` / `layer.values` then view all of it: (B, H_kv, n + q, D)."""
+        n, q = layer.n_exact, keys.shape[-2]
+        if layer.key_buffer is None or n + q > layer.key_buffer.shape[-2]:
+            self._grow_exact(layer, n + q + self._spare, keys, values)
+        layer.key_buffer[:, :, n:n + q] = keys
+        layer.value_buffer[:, :, n:n + q] = values
+        layer.n_exact = n + q
+        layer.keys = layer.key_buffer[:, :, :n + q]
+        layer.values = layer.value_buffer[:, :, :n + q]
+        self.pool.occupy(keys.nbytes + values.nbytes)
+
+    def _grow_exact(self, layer: H3Layer, tokens: int, keys: torch.Tensor,
+                    values: torch.Tensor) -> None:
+        """New buffers for `tokens` tokens holding the layer's exact KV so far (old and new are
+        alive at once during the copy: both are reserved)."""
+        B, H, _, D = keys.shape
+        nbytes = 2 * B * H * tokens * D * keys.element_size()
+        self.pool.reserve(nbytes, "exact kv")
+        k_buf = keys.new_empty(B, H, tokens, D)
+        v_buf = values.new_empty(B, H, tokens, D)
+        n = layer.n_exact
+        if n:
+            k_buf[:, :, :n] = layer.key_buffer[:, :, :n]
+            v_buf[:, :, :n] = layer.value_buffer[:, :, :n]
+        self._free_exact(layer, vacate=False)
+        layer.key_buffer, layer.value_buffer, layer.exact_bytes = k_buf, v_buf, nbytes
+
+    def _free_exact(self, layer: H3Layer, vacate: bool = True) -> None:
+        """Gives the layer's exact buffers back to the pool (`vacate`: their tokens go too)."""
+        if layer.exact_bytes:
+            self.pool.release(layer.exact_bytes, "exact kv")
+        if vacate and layer.n_exact:
+            self.pool.vacate(2 * layer.keys.nbytes)  # keys and values: the same shape
+        layer.key_buffer = layer.value_buffer = None
+        layer.exact_bytes = 0
 
     def _to_sparse(self, layer_idx: int, like: torch.Tensor) -> None:
         """Switches one layer to the tiers: its exact KV moves to host memory first (freeing its
@@ -183,9 +231,7 @@ class H3Cache(Cache):
             if layer.keys.shape[0] != 1:
                 raise ValueError("H3 sparse mode serves batch size 1")
             keys, values = layer.keys[0].to("cpu"), layer.values[0].to("cpu")  # (H_kv, n, D)
-            freed = layer.keys.nbytes + layer.values.nbytes
-            self.pool.release(freed, "exact kv")
-            self.pool.vacate(freed)
+        self._free_exact(layer)
         layer.keys = layer.values = None
         store = TieredLayerAttention(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
         store.reserve_warm(len(self.token_ids), len(self.layers))
@@ -235,7 +281,5 @@ class H3Cache(Cache):
                 layer.store.release()
                 layer.store = None
             elif layer.keys is not None and layer.is_initialized:
-                freed = layer.keys.nbytes + layer.values.nbytes
-                self.pool.release(freed, "exact kv")
-                self.pool.vacate(freed)
+                self._free_exact(layer)
                 layer.keys = layer.values = None

@@ -159,7 +159,7 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
     """Runs the model over the evidence (a navigated branch: its parts' stored KV; a whole
     document: `doc_chunks`, its leading ones that fit); keeps its text only if grounded;
     fills the stats."""
-    doc_kv: dict = {}
+    more: dict = {}  # what the stats add about the KV or the evidence the model read
     if branch is not None:
         from h3.resources.navigation.prompts import branch_segments
 
@@ -173,15 +173,17 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
             # counting it as KV that was waiting in the cold tier
             t0 = time.perf_counter()
             index, _ = runtime.precompute(doc_id, chunks)
-            doc_kv = {"doc_kv": "computed_and_stored", "doc_kv_computed_tokens": index.tokens,
+            more = {"doc_kv": "computed_and_stored", "doc_kv_computed_tokens": index.tokens,
                       "doc_kv_compute_s": round(time.perf_counter() - t0, 3)}
         elif reuse:
-            doc_kv = {"doc_kv": "stored"}
+            more = {"doc_kv": "stored"}
         segments = runtime.document_segments(doc_id, chunks, answer.question)
     else:
-        given = [h["text"] for h in evidence]
-        pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in evidence]
+        read = model_evidence(evidence, answer.quotes, runtime, evidence_tokens())
+        given = [h["text"] for h in read]
+        pieces = [(h["doc_id"], ChunkText("", int(h["page"]), h["text"])) for h in read]
         segments = runtime.evidence_segments(pieces, answer.question)
+        more = {"model_evidence": {"hits_read": len(read), "hits_recalled": len(evidence)}}
     # stored KV is read through the corpus cache, whose relevance rule keeps the blocks near
     # recent questions warm: it needs the question's vector (evidence hits are prefilled anew)
     vector = question_vector(answer.question) if branch is not None or doc_id else None
@@ -190,12 +192,42 @@ def _generate(answer: Answer, runtime: ReuseRuntime, doc_id: str | None, evidenc
                                               query_vector=vector)
     answer.generated = generated.text if grounding["grounded"] else None
     answer.grounding = grounding
-    answer.stats = {**generated.stats, **doc_kv}
+    answer.stats = {**generated.stats, **more}
     if branch is not None:
         from h3.resources.navigation.answer import kv_stats
 
         answer.stats["navigation"] = kv_stats(runtime.bytes_per_token, generated.stats, parts_kv,
                                               branch)
+
+
+def evidence_tokens() -> int:
+    """`answers.model_evidence_tokens` of h3_config.yaml."""
+    from h3.resources.settings import load_config
+
+    return load_config().answers.model_evidence_tokens
+
+
+def model_evidence(evidence: list[dict], quotes: list[dict], runtime: ReuseRuntime,
+                   max_tokens: int) -> list[dict]:
+    """The recalled hits the model reads: the ones the quotes came from first (best quote
+    first), then the others in recall order, while their prompt tokens fit `max_tokens` (the
+    first always). Prefill time grows with every token the model reads, and a small model
+    answers closer to the quotes when the other hits do not crowd them out."""
+    where = {(q["doc_id"], q["page"], tuple(q["bbox"])): i for i, q in reversed(list(enumerate(quotes)))}
+
+    def order(item: tuple[int, dict]) -> tuple[int, int]:
+        rank, hit = item
+        key = (hit.get("doc_id"), int(hit.get("page") or 0), tuple(hit.get("bbox") or []))
+        return (where.get(key, len(quotes)), rank)
+
+    read, used = [], 0
+    for _, hit in sorted(enumerate(evidence), key=order):
+        tokens = len(runtime.layout.chunk_ids(ChunkText("", int(hit["page"]), hit["text"])))
+        if read and used + tokens > max_tokens:
+            continue  # a shorter hit further down may still fit
+        read.append(hit)
+        used += tokens
+    return read
 
 
 def question_vector(question: str):  # noqa: ANN201  (torch.Tensor; torch loads with the model)

@@ -113,3 +113,26 @@ def test_prefill_reserves_its_blocks_rows_once_so_decode_never_grows_the_arenas(
     rows = (n + WARM_HEADROOM_TOKENS) // T
     assert s["warm_bytes"] == 2 * ((n + 40) // T) * block_bytes
     assert s["warm_reserved_bytes"] == 2 * rows * block_bytes  # the announced rows, no growth
+
+
+def test_exact_decode_writes_new_tokens_in_place(tmp_path):
+    """While the whole KV fits, a decoded token is written into spare room of the layer's buffer
+    (no copy of the whole KV per token, as torch.cat would make), and the hot pool accounts for
+    the buffer's full size."""
+    engine = H3Engine(model=MODEL, hbm_size_gb=1e-3, cold_storage_path=tmp_path)
+    cache = engine.new_cache()
+    ids = torch.randint(0, 128, (1, 40), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        MODEL(ids, past_key_values=cache, use_cache=True)
+        layer = cache.layers[0]
+        buffer, capacity = layer.key_buffer.data_ptr(), layer.key_buffer.shape[-2]
+        assert capacity > 40  # spare room taken while the budget allows it
+        for step in range(capacity - 40):
+            MODEL(torch.tensor([[step]]), past_key_values=cache, use_cache=True)
+        assert layer.key_buffer.data_ptr() == buffer and layer.keys.shape[-2] == capacity
+        assert cache.pool.used_bytes >= sum(lay.exact_bytes for lay in cache.layers)
+        MODEL(torch.tensor([[1]]), past_key_values=cache, use_cache=True)  # full: it grows
+    assert layer.key_buffer.data_ptr() != buffer and layer.keys.shape[-2] == capacity + 1
+    assert not cache.sparse and cache.pool.peak_bytes <= cache.pool.budget_bytes
+    cache.release()
+    assert cache.pool.used_bytes == 0 and cache.pool.occupied_bytes == 0

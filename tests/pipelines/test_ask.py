@@ -7,6 +7,7 @@ import json
 import os
 
 import pytest
+import yaml
 
 from h3.pipelines.cli.main import main
 from tests.assets._runtime_fixtures import copy_store, tiny_model_dir, write_config
@@ -169,3 +170,22 @@ def test_index_build_with_kv_prefills_so_the_first_doc_ask_loads_it(home, tmp_pa
         # the document's stored KV covers its navigated parts: nothing computed on the first ask
         assert set(out["stats"]["navigation"]["branch_kv"].values()) == {"stored (document KV)"}
         assert out["stats"]["kv_tokens_loaded_cold"] > 100
+
+
+def test_the_model_reads_the_quoted_hits_within_its_token_budget(home, capsys, tmp_path,
+                                                                   monkeypatch):
+    q = "What was the total revenue in 2023?"
+    out = ask(capsys, q, "--k", "5")
+    read = out["stats"]["model_evidence"]
+    assert read["hits_recalled"] == len(out["evidence"]) and read["hits_read"] > 1
+    # answers.model_evidence_tokens: a budget of one token still reads one hit, the quoted one
+    config = yaml.safe_load(open(os.environ["H3_CONFIG"]))
+    config["answers"] = {"model_evidence_tokens": 1}
+    (tmp_path / "h3_config.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("H3_CONFIG", str(tmp_path / "h3_config.yaml"))
+    small = ask(capsys, q, "--k", "5")
+    assert small["stats"]["model_evidence"]["hits_read"] == 1
+    assert small["stats"]["prompt_tokens"] < out["stats"]["prompt_tokens"]
+    quoted = small["quotes"][0]
+    assert any(quoted["text"].strip("…") in h["text"] for h in small["evidence"]
+               if h["page"] == quoted["page"])

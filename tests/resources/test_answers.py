@@ -167,3 +167,16 @@ def test_an_answer_ends_with_its_first_statement(default_model_dir):
     assert first_statement(tokenizer.decode(ids[:first_end])) == \
         "Capital expenditure was $1,577.0 million."
     assert first_statement("no end yet") == "no end yet"
+
+
+def test_the_model_reads_the_quoted_hits_first_within_its_budget():
+    from h3.resources.answers.ask import model_evidence
+
+    words = SimpleNamespace(layout=SimpleNamespace(chunk_ids=lambda c: c.text.split()))
+    hits = [{"doc_id": "a", "page": p, "bbox": [0, p], "text": "w " * n}
+            for p, n in [(1, 5), (2, 3), (3, 4), (4, 2)]]
+    quotes = [{"doc_id": "a", "page": 3, "bbox": [0, 3]}, {"doc_id": "a", "page": 1, "bbox": [0, 1]}]
+    assert [h["page"] for h in model_evidence(hits, quotes, words, 100)] == [3, 1, 2, 4]
+    assert [h["page"] for h in model_evidence(hits, quotes, words, 9)] == [3, 1]
+    assert [h["page"] for h in model_evidence(hits, quotes, words, 7)] == [3, 2]  # 1 is too long
+    assert [h["page"] for h in model_evidence(hits, [], words, 1)] == [1]  # never none
