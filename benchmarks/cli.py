@@ -39,6 +39,7 @@ SCENARIOS: dict[str, str] = {
     "filings": "benchmarks.documents.filings:run",
     "answers": "benchmarks.documents.answers:run",
     "navigate": "benchmarks.documents.navigate:run",
+    "long_document": "benchmarks.documents.long_document:run",
     "filings_runtime": "benchmarks.documents.filings_runtime:run",
     "filings_passkey": "benchmarks.documents.filings_runtime:run_passkey",
     "profiles": "benchmarks.documents.profiles:run",
@@ -60,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="scenario to run (repeatable); default: " + ", ".join(DEFAULT_SCENARIOS))
     p.add_argument("--out", default="bench-results", help="folder for report.json and plots")
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
-    p.add_argument("--home", help="filings, answers, navigate, embedding_engines, scale, disk, trace: this H3_HOME, "
+    p.add_argument("--home", help="filings, answers, navigate, long_document, embedding_engines, scale, disk, trace: this H3_HOME, "
                                    "which holds the corpus, instead of ingesting it into a fresh one")
     p.add_argument("--samples", type=_at_least_one, help="ruler, passkey_api: samples per task (or "
                                                  "depth) and length (different seeds; default 1)")

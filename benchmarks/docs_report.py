@@ -90,11 +90,15 @@ DESCRIPTIONS = {
                "the labelled value (or the evidence page's line items) quoted, model answers "
                "passing the grounding check, refusals for absent companies, seconds per ask "
                "and recall from the shell.",
+    "long_document": "A 500-page filing (a labelled question's 10-K followed by other development "
+                     "filings) against 20 pages of the same 10-K around the evidence page: the "
+                     "same `h3 ask --doc` question on each, the hot peak and warm bytes against "
+                     "their budgets, the branch's KV loaded, prompt tokens and time to first token.",
 }
 
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
-         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate",
+         "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate", "long_document",
                                                               "embedding_engines", "scale", "disk", "trace"}}
 
 
