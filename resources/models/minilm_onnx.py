@@ -133,13 +133,28 @@ def _session(precision: str, threads: int):
         export(precision, path)
     options = ort.SessionOptions()
     options.log_severity_level = 3
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # The graph's fusions are worked out once and saved beside it: a session of the saved graph
+    # skips them (0.25 -> 0.12 s of every `h3 recall`'s start on 2 cores, same vectors). Only
+    # "extended" fusions are saved, never hardware-specific layouts; the file names the
+    # onnxruntime version that wrote it.
+    optimized = path.with_name(f"{path.stem}.ort-{ort.__version__}.optimized.onnx")
+    staged = None
+    if optimized.exists():
+        path, level = optimized, ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    else:
+        staged = optimized.with_name(f"{optimized.name}.{os.getpid()}.part")
+        options.optimized_model_filepath = str(staged)
+        level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.graph_optimization_level = level
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     # idle threads sleep instead of spinning (resources/models/layout.py says why)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    return ort.InferenceSession(str(path), sess_options=options,
-                                providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(path), sess_options=options,
+                                   providers=["CPUExecutionProvider"])
+    if staged is not None and staged.exists():
+        staged.replace(optimized)  # whole or not at all, whoever of two processes comes last
+    return session
 
 
 class OnnxMiniLM:

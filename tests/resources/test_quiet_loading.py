@@ -27,6 +27,19 @@ def test_minilm_onnx_export_and_session_are_quiet(tmp_path):
     assert out.stdout.split() == ["True", "0"], out.stdout  # exported; no root handler installed
     assert "WARNING" not in out.stderr and "quantization" not in out.stderr, out.stderr
     assert "onnxruntime" not in out.stderr, out.stderr
+    # the graph's fusions were saved beside it; the next process's session runs the saved
+    # graph (no optimisation pass) and gives the same vectors
+    saved = list((tmp_path / "h3" / "models").glob("minilm-int8-*.optimized.onnx"))
+    assert len(saved) == 1 and not list((tmp_path / "h3" / "models").glob("*.part"))
+    encode = ("import numpy as np\n"
+              "from h3.resources.models.minilm_onnx import OnnxMiniLM\n"
+              "ids = np.array([[101, 7592, 2088, 102]]); mask = np.ones_like(ids)\n"
+              "print(*OnnxMiniLM('int8').embed(ids, mask)[0][:8].round(6))")
+    saved[0].unlink()  # the first of the two optimises the graph (and saves it again)
+    first, again = _run(encode, tmp_path / "h3"), _run(encode, tmp_path / "h3")
+    assert saved[0].exists()
+    assert first.returncode == again.returncode == 0, first.stderr + again.stderr
+    assert first.stdout == again.stdout and len(first.stdout.split()) == 8
 
 
 def test_loading_the_runtime_model_shows_no_progress_bars(tmp_path, default_model_dir):
