@@ -8,6 +8,9 @@ this asset materialises only the partitions whose document is stored (`status = 
 documents table) and then raises if any is not. The run ends Failed (the good documents are
 stored and stay), this asset's partitions view shows the bad ones Failed and the good ones
 Materialized, and the next successful run of the same file turns its partition Materialized.
+
+Before that, the tables the run wrote are compacted and their older versions pruned
+(resources/store/compaction.py): each write of the run kept the files it replaced.
 """
 
 import json
@@ -29,7 +32,8 @@ from h3.assets.partitioning import DOCUMENTS_PARTITIONS
 from h3.ontology.ids import doc_id_of_partition
 from h3.resources.settings import load_config
 from h3.resources.staging_io import drop_staged
-from h3.resources.store import DocumentStoreResource, sql_str
+from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
+from h3.resources.store.compaction import compact_tables, compaction_summary
 
 PartitionEvent = AssetMaterialization | AssetObservation
 # The per-document stages of an ingestion run whose staged JSON is spent once the document is
@@ -37,6 +41,9 @@ PartitionEvent = AssetMaterialization | AssetObservation
 STAGED_BY_INGESTION = ("documents", "layout", "tables", "figures", "ocr", "chunks", "embeddings",
                        "cold_store", "knowledge_graph", "structures", "figure_embeddings",
                        "token_vectors", "sections")
+# The tables an ingestion run writes (or, replacing an older version of a file, deletes from)
+WRITTEN_BY_INGESTION = ("documents", "regions", "chunks", "chunks_ml", "edges", "entities",
+                        "structures", "figure_embeddings", "sections", "cross_checks")
 
 
 def clear_staging(doc_ids: list[str]) -> int:
@@ -45,6 +52,27 @@ def clear_staging(doc_ids: list[str]) -> int:
     if load_config().cold_storage.keep_staging:
         return 0
     return sum(drop_staged(doc_id, assets=STAGED_BY_INGESTION) for doc_id in doc_ids)
+
+
+def compact_written_tables(context: AssetExecutionContext, db: DocumentStore) -> AssetObservation:
+    """Compacts the tables the run wrote and prunes their old versions; the observation tells
+    the run's page what each table held before and after (a table that fails is named there and
+    in the log, and fails nothing: the documents are stored either way)."""
+    summary = compaction_summary(compact_tables(db, WRITTEN_BY_INGESTION))
+    for row in summary["by_table"]:
+        if row["error"]:
+            context.log.warning(f"compaction: {row['error']}")
+    rows = [{"table": r["table"], "MB_before": round(r["bytes_before"] / 1e6, 2),
+             "MB_after": round(r["bytes_after"] / 1e6, 2), "versions_before": r["versions_before"],
+             "versions_after": r["versions_after"], "error": r["error"] or ""}
+            for r in summary["by_table"]]
+    return AssetObservation(asset_key=context.asset_key, metadata={
+        "compaction_bytes_before": summary["bytes_before"],
+        "compaction_bytes_after": summary["bytes_after"],
+        "compaction_versions_after": summary["versions_after"],
+        "compaction_failed_tables": summary["failed"],
+        "compaction": MetadataValue.md(markdown_table(rows, max_rows=20)) if rows
+        else "no tables yet"})
 
 
 @asset(partitions_def=DOCUMENTS_PARTITIONS, group_name="ingestion", kinds={"pdf", "lancedb"},
@@ -82,6 +110,7 @@ def ingested_documents(context: AssetExecutionContext,
             "file": Path(source).name, "doc_id": doc_id, "source": source,
             "pages": row.get("pages") or 0, "chunks": counts.get("chunks", 0)})
     clear_staging(stored)
+    yield compact_written_tables(context, db)
     if failed:
         # the run page (which a failed partition links to) names the files that failed, and
         # the failure message names each one with its reason

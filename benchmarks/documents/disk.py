@@ -6,7 +6,10 @@ Budget (issue 38): H3_HOME without the documents' KV <= 3x the PDFs' bytes. The 
 (converted once, ~600 MB whatever the corpus) are reported apart as a fixed cost; the ratio
 is over the parts that grow with the corpus. `without_staging` is the same home with its
 staging folders left out: what ingestion leaves since it clears a stored document's staging
-(`cold_storage.keep_staging: false`, the default).
+(`cold_storage.keep_staging: false`, the default). The LanceDB tables are measured as they lie:
+an ingestion run compacts the tables it wrote and keeps their latest version only
+(resources/store/compaction.py); a home written before that holds every version until
+`store_indexes` runs.
 """
 
 from __future__ import annotations

@@ -84,6 +84,7 @@ def load_corpus(home: Path, docs: int, per_doc: int,
     import lancedb
 
     from benchmarks.documents.split import company_key, halves
+    from h3.resources.store.text_once import fill_text
 
     db = lancedb.connect(str(home / "lancedb"))
     documents = db.open_table("documents").search().select(["doc_id", "source", "status"]) \
@@ -92,9 +93,10 @@ def load_corpus(home: Path, docs: int, per_doc: int,
     if not source:
         raise FileNotFoundError(f"{home / 'lancedb'}: no documents stored")
     split = halves(source.values())
-    rows = db.open_table("chunks").search().select(
-        ["doc_id", "chunk_id", "page", "text", "section", "token_count", "vector"]) \
-        .limit(1_000_000).to_list()
+    # `text` is stored once (resources/store/text_once.py): filled from `fts_text` where null
+    rows = fill_text(db.open_table("chunks").search().select(
+        ["doc_id", "chunk_id", "page", "text", "fts_text", "section", "token_count", "vector"])
+        .limit(1_000_000).to_arrow(), drop_fts_text=True).to_pylist()
     by_doc: dict[str, list[dict]] = {}
     for r in rows:
         if r["doc_id"] in source:

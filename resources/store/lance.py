@@ -7,6 +7,7 @@ import math
 import os
 import random
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_at
 
 from h3.resources.store.base import DocumentStore, Row
 from h3.resources.store.tables import TABLES
-from h3.resources.text_lang import fts_form
+from h3.resources.store.text_once import fill_text, read_columns, stored_form, stores_text_once
 
 # Writers on many workers commit to the same tables. Lance resolves most concurrent commits
 # itself (appends rebase on each other); what it cannot (e.g. two deletes rewriting the same
@@ -39,8 +40,36 @@ def _commit_backoff(state: RetryCallState) -> float:
     return COMMIT_BACKOFF_S * 2 ** (state.attempt_number - 1) * (0.5 + random.random())
 
 
+def _is_missing_file(exc: BaseException) -> bool:
+    """A file of the version a call started on is gone: a compaction pruned that version under
+    it (compaction.py). Lance says `Not found: <folder>/<table>.lance/<file>`."""
+    text = str(exc).lower()
+    return "not found" in text and ".lance/" in text
+
+
 def _retryable(exc: BaseException) -> bool:
-    return isinstance(exc, (OSError, RuntimeError, ValueError)) and _is_commit_conflict(exc)
+    return isinstance(exc, (OSError, RuntimeError, ValueError)) and (
+        _is_commit_conflict(exc) or _is_missing_file(exc))
+
+
+# A read that met a pruned file runs again on the latest version, at most this many times in
+# all: on a loaded machine a slow read can see two compactions in a row (the compaction test's
+# tight loop did, beside another test worker), and a real store compacts once per ingestion run.
+MISSING_FILE_ATTEMPTS = 5
+
+
+def with_missing_file_retry(read, handle):
+    """Calls `read()`; if a file it needed was pruned meanwhile, again on the latest version
+    (`MISSING_FILE_ATTEMPTS` in all; then the missing file is a real error, and raises)."""
+    for attempt in range(1, MISSING_FILE_ATTEMPTS + 1):
+        try:
+            return read()
+        except (OSError, RuntimeError, ValueError) as exc:
+            if not _is_missing_file(exc) or attempt == MISSING_FILE_ATTEMPTS:
+                raise
+        time.sleep(0.02 * attempt)  # let the compaction that pruned it finish its commit
+        handle.checkout_latest()  # what every call does anyway; also moves a handle pinned to one
+    raise AssertionError("unreachable")
 
 
 def with_commit_retries(write, what: str):
@@ -168,9 +197,8 @@ class LanceDocumentStore(DocumentStore):
         handle = self._open(table, create=True)
         if handle is None:
             raise KeyError(f"document store: no table {table!r} and no registered spec to create it")
-        if "fts_text" in handle.schema.names:  # what BM25 indexes; derived when not given
-            rows = [r if r.get("fts_text") else {**r, "fts_text": fts_form(r.get("text") or "")}
-                    for r in rows]
+        if stores_text_once(handle.schema.names):  # chunks: what BM25 indexes, text once
+            rows = [stored_form(r) for r in rows]
         data = pa.Table.from_pylist(list(rows), schema=handle.schema)
         with_commit_retries(lambda: handle.add(data), f"add {table}")
         return data.num_rows
@@ -179,7 +207,7 @@ class LanceDocumentStore(DocumentStore):
         handle = self._open(table)
         if handle is None:
             return 0
-        matching = handle.count_rows(where)
+        matching = with_missing_file_retry(lambda: handle.count_rows(where), handle)
         if matching:
             with_commit_retries(lambda: handle.delete(where), f"delete {table}")
         return matching
@@ -190,32 +218,46 @@ class LanceDocumentStore(DocumentStore):
         handle = self._open(table)
         if handle is None:
             return []
-        query = handle.search().limit(limit)  # limit None: every matching row
-        if where:
-            query = query.where(where)
-        if columns:
-            query = query.select(list(columns))
-        return query.to_arrow().to_pylist()
+
+        read_as, drop = read_columns(handle.schema.names, columns)
+
+        def read() -> list[Row]:
+            query = handle.search().limit(limit)  # limit None: every matching row
+            if where:
+                query = query.where(where)
+            if read_as:
+                query = query.select(read_as)
+            return fill_text(query.to_arrow(), drop).to_pylist()
+
+        return with_missing_file_retry(read, handle)
 
     def count_rows(self, table: str) -> int:
         handle = self._open(table)
-        return 0 if handle is None else handle.count_rows()
+        return 0 if handle is None else with_missing_file_retry(handle.count_rows, handle)
 
     def vector_search(self, table: str, vector: Sequence[float], k: int,
                       where: str | None = None, columns: Sequence[str] | None = None) -> list[Row]:
         handle = self._open(table)
-        if handle is None or handle.count_rows() == 0:
+        if handle is None:
             return []
-        query = handle.search(list(map(float, vector))).distance_type("cosine").limit(k)
-        rows = handle.count_rows()
-        if rows >= ANN_MIN_ROWS and self._has_ann(table, handle):  # (no index below that)
-            for name, value in self.ann_search_params(rows).items():  # nprobes, refine_factor
-                query = getattr(query, name)(value)
-        if where:
-            query = query.where(where, prefilter=True)
-        if columns:
-            query = query.select(list(columns) + ["_distance"])
-        return query.to_list()
+
+        read_as, drop = read_columns(handle.schema.names, columns)
+
+        def read() -> list[Row]:
+            rows = handle.count_rows()
+            if rows == 0:
+                return []
+            query = handle.search(list(map(float, vector))).distance_type("cosine").limit(k)
+            if rows >= ANN_MIN_ROWS and self._has_ann(table, handle):  # (no index below that)
+                for name, value in self.ann_search_params(rows).items():  # nprobes, refine_factor
+                    query = getattr(query, name)(value)
+            if where:
+                query = query.where(where, prefilter=True)
+            if read_as:
+                query = query.select(read_as + ["_distance"])
+            return fill_text(query.to_arrow(), drop).to_pylist()
+
+        return with_missing_file_retry(read, handle)
 
     def text_search(self, table: str, query: str, k: int, where: str | None = None,
                     columns: Sequence[str] | None = None) -> list[Row]:
@@ -223,12 +265,18 @@ class LanceDocumentStore(DocumentStore):
         column = self._fts_column(table, handle)
         if handle is None or not column or not query.strip():
             return []
-        builder = handle.search(query, query_type="fts", fts_columns=column).limit(k)
-        if where:
-            builder = builder.where(where, prefilter=True)
-        if columns:
-            builder = builder.select(list(columns) + ["_score"])
-        return builder.to_list()
+
+        read_as, drop = read_columns(handle.schema.names, columns)
+
+        def read() -> list[Row]:
+            builder = handle.search(query, query_type="fts", fts_columns=column).limit(k)
+            if where:
+                builder = builder.where(where, prefilter=True)
+            if read_as:
+                builder = builder.select(read_as + ["_score"])
+            return fill_text(builder.to_arrow(), drop).to_pylist()
+
+        return with_missing_file_retry(read, handle)
 
     # ---- indexes ----
     def _fts_column(self, table: str, handle) -> str | None:
@@ -308,3 +356,17 @@ class LanceDocumentStore(DocumentStore):
 
     def bytes_on_disk(self) -> int:
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+
+    # ---- maintenance (compaction.py) ----
+    def table(self, name: str):
+        """The LanceDB table itself, for maintenance the store does not wrap (compaction);
+        KeyError if it does not exist."""
+        handle = self._open(name)
+        if handle is None:
+            raise KeyError(f"document store {self.path}: no table {name!r}")
+        return handle
+
+    def table_bytes(self, name: str) -> int:
+        """Bytes of the table's folder: every version's data, deletions and indexes."""
+        folder = self.path / f"{name}.lance"
+        return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())

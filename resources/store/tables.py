@@ -53,7 +53,8 @@ DOCUMENTS = TableSpec(
 REGIONS = TableSpec(
     name="regions",
     description="layout regions (PyMuPDF text blocks typed by the layout model, tables, figures, OCR)",
-    fts_columns=("text",),
+    # no full-text index: recall searches the chunks and structures built from these regions,
+    # never the regions themselves (on the development filings the index took 4.3 MB)
     schema=pa.schema([
         pa.field("doc_id", pa.string()),
         pa.field("region_id", pa.string()),  # f"{doc_id}:p{page}:r{index}"
@@ -78,6 +79,8 @@ CHUNKS = TableSpec(
         pa.field("chunk_id", pa.string()),  # f"{doc_id}:c{index}"
         pa.field("page", pa.int32()),  # 1-based page where the chunk lies
         pa.field("bbox", BBOX),  # union of its regions on that page
+        # null where it equals fts_text (every language but Chinese): the store's reads fill it
+        # back in (text_once.py); code reading the LanceDB table directly uses `fill_text`
         pa.field("text", pa.string()),
         pa.field("section", pa.string()),
         pa.field("kind", pa.string()),

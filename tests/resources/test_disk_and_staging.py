@@ -63,3 +63,28 @@ def test_an_ingestion_leaves_no_staging_of_the_documents_it_stored(ingested_samp
     left = [p.relative_to(ingested_sample["home"]).as_posix()
             for p in (ingested_sample["home"] / "staging").rglob("*.json") if p.stem in stored]
     assert stored and not left, left  # every per-document stage's JSON went, `sections` included
+
+
+def test_a_grey_figure_crop_is_stored_with_one_channel_and_reads_back_the_same(tmp_path):
+    """assets/figures.py `save_crop`: lossless; what CLIP reads (RGB) is the same pixels."""
+    import numpy as np
+    import pymupdf
+    from PIL import Image
+
+    from h3.assets.figures import save_crop
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=200, height=100)
+    page.draw_rect(pymupdf.Rect(10, 10, 90, 90), color=(0, 0, 0), fill=(0.6, 0.6, 0.6))
+    page.insert_text((20, 50), "Revenue by quarter", fontsize=9)
+    page.draw_rect(pymupdf.Rect(110, 10, 190, 90), fill=(0.9, 0.2, 0.1))  # red: not grey
+    for name, clip in (("grey", pymupdf.Rect(0, 0, 100, 100)),
+                       ("colour", pymupdf.Rect(100, 0, 200, 100))):
+        pix = page.get_pixmap(clip=clip, dpi=110)
+        rgb = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, 3)
+        save_crop(pix, tmp_path / f"{name}.png")
+        pix.save(str(tmp_path / f"{name}-rgb.png"))
+        with Image.open(tmp_path / f"{name}.png") as im:
+            assert im.mode == ("L" if name == "grey" else "RGB")
+            assert np.array_equal(np.asarray(im.convert("RGB")), rgb)
+    assert (tmp_path / "grey.png").stat().st_size < (tmp_path / "grey-rgb.png").stat().st_size
