@@ -69,10 +69,20 @@ class RuntimeConfig(Section):
     # attention within the budget; needle bench: passkey kept at 10%/20%), "sparse" attends to
     # sinks + ring + top-k blocks only
     prefill_attention: Literal["exact", "sparse"] = "exact"
-    # decode re-selects each layer's hot blocks for the current query every this many tokens
-    # (1: every token, as Quest does); in between the hot set stays. Selection is most of a
-    # decoded token's own cost on a CPU (h3 bench --scenario decode)
-    decode_reselect_every: int = Field(3, gt=0)
+    # decode considers re-selecting each layer's hot blocks for the current query every this
+    # many tokens (1: every token, as Quest does); in between the hot set stays. Selection is
+    # most of a decoded token's own cost on a CPU (h3 bench --scenario decode)
+    decode_reselect_every: int = Field(1, gt=0)
+    # ... and a considered token re-selects a layer only if its query moved: some KV head's
+    # query (the mean of its query heads, in the layer's key basis) has a cosine below this to
+    # the one at the layer's last selection; else the last choice is reused (blocks leaving the
+    # recent window join the slots meanwhile). 1.0: every considered token re-selects (no
+    # gate). Lower re-selects less: at 8K tokens, 10%, 0.5 re-selected ~1 layer of 30 a token
+    # (kvcache/reselect_gate.py, h3 bench --scenario decode)
+    decode_reselect_cosine: float = Field(0.5, ge=0, le=1)
+    # the gate's safety bound: one choice serves at most this many decoded tokens, whatever
+    # the cosine (then the next considered token re-selects)
+    decode_reselect_max_tokens: int = Field(32, gt=0)
     # decode keeps its hot KV (sinks, window, selected blocks) in this dtype when it is narrower
     # than the model's ("model": the model's own). "int8" (kvcache/hot_codec.py): values with a
     # scale per head and token, ~3.6x a float32 model's tokens in the same hot bytes; "float16"

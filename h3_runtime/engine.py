@@ -101,6 +101,8 @@ class H3Engine:
                           selection=self.selection,
                           exact_prefill=self.config.runtime.prefill_attention == "exact",
                           reselect_every=self.config.runtime.decode_reselect_every,
+                          reselect_cosine=self.config.runtime.decode_reselect_cosine,
+                          reselect_max_tokens=self.config.runtime.decode_reselect_max_tokens,
                           exact_rescore=self.config.runtime.decode_exact_rescore,
                           key_basis=self.key_basis if self.selection else None,
                           decode_dtype=self.decode_dtype,

@@ -9,8 +9,10 @@ of background load from landing on one side only.
 
 Where H3's time goes, from the same runs: `full_24_tokens` is full attention decoding after a
 24-token prompt (the model's own per-token cost, which no KV scheme removes), and each H3
-variant reports its first decoded step (which fills every slot), its re-selecting steps and the
-steps in between (medians of each forward call's wall time).
+variant reports its first decoded step (which fills every slot), its re-selecting steps (some
+layer re-selected its hot blocks) and the steps in between (medians of each forward call's wall
+time, and how many steps of a run were of each kind), and how many of the layers re-selected in
+an average step after the first (`layers_reselecting_per_step`).
 
 `full_24_tokens`' `vs_full` is the floor of the ratio: the per-token time no KV scheme can go
 below on this machine (the weights are read once a token whatever the cache holds). Each H3
@@ -37,13 +39,17 @@ from h3_runtime.reuse.cache_io import PlainCache
 
 # (name, hot budget as a share of the full KV, runtime keys changed from the shipped defaults):
 # 20% and 5% show how the cost moves with the budget (a re-selection's is mostly fixed per layer);
-# re-selecting every token instead of every 3 (the default) costs, every 4 saves (it costs
-# fidelity on real filings: README, runtime); float16 decode KV (the default before int8) attends
-# ~half int8's tokens in the same hot bytes, for less time per token; ranking by the key
-# sketches alone (no exact re-scoring of their candidates, kvcache/rescore.py) is what that saves
+# by default a layer re-selects only once its query has moved (runtime.decode_reselect_cosine,
+# kvcache/reselect_gate.py): without that gate it re-selects every token, or every 3 tokens (the
+# default before the gate), or every 4 (it cost fidelity on real filings: README, runtime);
+# float16 decode KV (the default before int8) attends ~half int8's tokens in the same hot bytes,
+# for less time per token; ranking by the key sketches alone (no exact re-scoring of their
+# candidates, kvcache/rescore.py) is what that saves
+NO_GATE = {"decode_reselect_cosine": 1.0}
 H3_VARIANTS = (("h3_10%", 0.10, {}), ("h3_20%", 0.20, {}), ("h3_5%", 0.05, {}),
-               ("h3_10%_reselect_every_token", 0.10, {"decode_reselect_every": 1}),
-               ("h3_10%_reselect_every_4", 0.10, {"decode_reselect_every": 4}),
+               ("h3_10%_reselect_every_token", 0.10, {**NO_GATE, "decode_reselect_every": 1}),
+               ("h3_10%_reselect_every_3", 0.10, {**NO_GATE, "decode_reselect_every": 3}),
+               ("h3_10%_reselect_every_4", 0.10, {**NO_GATE, "decode_reselect_every": 4}),
                ("h3_10%_float16", 0.10, {"decode_kv_dtype": "float16"}),
                ("h3_10%_sketches_only", 0.10, {"decode_exact_rescore": 0}))
 
@@ -70,6 +76,19 @@ def kv_cost_removed(full_ms: float, model_alone_ms: float, h3_ms: float) -> floa
     if kv_cost <= 0:
         return None
     return round((full_ms - h3_ms) / kv_cost, 3)
+
+
+def reselecting_layers(engine) -> list[int]:
+    """Per decoded step of the engine's last generate, how many layers re-selected their hot
+    blocks (the cache's `reselect_log`); without one (a stand-in engine), every
+    `decode_reselect_every`-th step counts as re-selecting in every layer."""
+    n = len(engine.decode_step_seconds)
+    log = getattr(getattr(getattr(engine, "cache", None), "ctx", None), "reselect_log", None)
+    if log is not None and len(log) >= n:
+        return list(log[:n])
+    every = engine.config.runtime.decode_reselect_every
+    layers = getattr(engine, "n_layers", 1)
+    return [layers if i % every == 0 else 0 for i in range(n)]
 
 
 def variant_names() -> list[str]:
@@ -101,6 +120,7 @@ def run_decode(out_dir: Path, quick: bool, lengths: list[int] | None = None,
         peaks: dict[str, tuple[int, int]] = {}
         texts: dict[str, str] = {}
         steps: dict[str, dict[str, list[float]]] = {}  # variant -> step kind -> ms
+        counts: dict[str, list[int]] = {}  # variant -> layers re-selecting, each step after the first
         for _ in range(rounds):
             new, per_token = full_decode(model, prompt_kv, ids, n_new)
             ms["full"].append(per_token)
@@ -117,11 +137,12 @@ def run_decode(out_dir: Path, quick: bool, lengths: list[int] | None = None,
                 ms[name].append(1000 * r["decode_s"] / tokens)
                 peaks[name] = (r["hot_peak_bytes"], r["hot_budget_bytes"])
                 texts[name] = tok.decode(r["ids"], skip_special_tokens=True)
-                every = engine.config.runtime.decode_reselect_every
                 kinds = steps.setdefault(name, {"first": [], "reselecting": [], "between": []})
+                layers = reselecting_layers(engine)
                 for i, sec in enumerate(engine.decode_step_seconds):
-                    kind = "first" if i == 0 else "reselecting" if i % every == 0 else "between"
+                    kind = ("first" if i == 0 else "reselecting" if layers[i] else "between")
                     kinds[kind].append(1000 * sec)
+                counts.setdefault(name, []).extend(layers[1:])
                 engine.new_cache()  # release this run's tiers
         row = {"length": n, "full_kv_bytes": full_kv, "decode_tokens": n_new, "rounds": rounds}
         for v in variants:
@@ -132,6 +153,9 @@ def run_decode(out_dir: Path, quick: bool, lengths: list[int] | None = None,
             if v in steps:
                 row[v]["step_ms_median"] = {kind: round(statistics.median(x), 1) if x else None
                                             for kind, x in steps[v].items()}
+                row[v]["steps"] = {kind: len(x) // rounds for kind, x in steps[v].items()}
+            if counts.get(v):  # after the first step (which selects in every layer)
+                row[v]["layers_reselecting_per_step"] = round(statistics.mean(counts[v]), 2)
             row[v]["vs_full"] = round(row[v]["decode_ms_per_token"]
                                       / row["full"]["decode_ms_per_token"], 3)
         for v in h3_names:

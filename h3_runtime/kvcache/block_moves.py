@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
@@ -37,7 +37,18 @@ class TierContext:
     cold_key: Callable[[int, int], str]  # (layer, block) -> cold-tier key
     selection: bool = True  # False: sinks + window only (the StreamingLLM-like baseline)
     exact_prefill: bool = False  # True: prefill chunks (C > 1) attend exactly (exact_prefill.py)
-    reselect_every: int = 1  # decode re-selects the hot blocks every this many tokens
+    reselect_every: int = 1  # decode considers re-selecting the hot blocks every this many tokens
+    # ... and then re-selects only if a KV head's query cosine to the one at its layer's last
+    # selection fell below this (>= 1.0: always), or one choice served reselect_max_tokens
+    # tokens already (reselect_gate.py)
+    reselect_cosine: float = 1.0
+    reselect_max_tokens: int = 1 << 30
+    # per decode step since the last prefill: how many layers re-selected (the decode bench's
+    # step kinds; layer 0 opens each step's entry)
+    reselect_log: list[int] = field(default_factory=list)
+    # decode attention's float copy of an int8 layer buffer, reused by every layer and token of
+    # this cache on a CPU (decode_scratch.py): [tensor] once made
+    upcast_scratch: list = field(default_factory=list)
     exact_rescore: int = 0  # decode re-scores this many x a head's slots exactly (rescore.py)
     key_basis: torch.Tensor | None = None  # (n_layers, H_kv, D, r): per-token key sketches
     decode_dtype: torch.dtype | None = None  # decode's hot buffers (None: the model's dtype)

@@ -24,14 +24,16 @@ from __future__ import annotations
 
 import torch
 
-from h3_runtime.kvcache import hot_codec
+from h3_runtime.kvcache import decode_scratch, hot_codec
 from h3_runtime.kvcache.block import BlockId, KVBlock
 from h3_runtime.kvcache.block_moves import BlockMoves, TierContext, apply_placement
 from h3_runtime.kvcache.checksum import block_checksum
+from h3_runtime.kvcache.column_write import ColumnWriter
 from h3_runtime.kvcache.exact_prefill import streamed_exact_attention
 from h3_runtime.kvcache.geometry import Geometry
 from h3_runtime.kvcache.hot_codec import hot_bytes_per_token_layer
 from h3_runtime.kvcache.rescore import rescore_exactly
+from h3_runtime.kvcache.reselect_gate import ReselectGate
 from h3_runtime.kvcache.sparse_attention import (
     BIAS_DTYPE,
     NEG_INF,
@@ -74,6 +76,11 @@ class TieredLayerAttention:
         self.last_pattern: str | None = None
         self.after_prefill = False  # the last call was a prefill chunk (C > 1)
         self.decode_steps = 0  # tokens decoded since the last prefill
+        self.gate = ReselectGate(ctx.reselect_every, ctx.reselect_cosine, ctx.reselect_max_tokens,
+                                 basis)
+        self.reselections = 0  # decode steps of this layer that re-selected (since created)
+        self.selected_blocks = 0  # blocks older than the ring when the layer last selected
+        self.last_rel: torch.Tensor | None = None  # (H_kv, n) the last decode selection's scores
         self.prompt_mass: torch.Tensor | None = None  # (H_kv, blocks) set by the exact prefill
 
     def _allocate(self, n_slots: int, H: int, D: int, dtype: torch.dtype,
@@ -109,6 +116,7 @@ class TieredLayerAttention:
             bias[:, :keep] = carried[2]
         self.k, self.v, self.bias, self.buffer_bytes = k, v, bias, nbytes
         self.ks, self.vs = ks, vs
+        self.column = ColumnWriter(k, v, ks, vs, bias)  # a decoded token's column (int8, CPU)
         self.ctx.pool.occupy(self.live_tokens * self.token_bytes)
         self.slots = LayerSlots(k[:, keep:], v[:, keep:], bias[:, keep:], T, self.ctx.pool,
                                 scales=None if ks is None else (ks[:, keep:], vs[:, keep:]))
@@ -191,12 +199,26 @@ class TieredLayerAttention:
             self.after_prefill = False
         self.commit(kn, vn)  # (the cache gave every layer its decode buffer before layer 0 ran)
         n_cand = self.recent_start // self.g.block_tokens
-        due = self.decode_steps % self.ctx.reselect_every == 0
+        H = self.k.shape[0]
+        due = self.gate.due(q, H)  # (reselect_gate.py)
         self.decode_steps += 1
+        log = self.ctx.reselect_log
+        if self.layer == 0 or not log:
+            log.append(0)
         if due and self.ctx.selection and n_cand and self.n_slots:
             self._select(q, n_cand, scaling)
+            self.gate.selected(q, H)
+            self.reselections += 1
+            log[-1] += 1
+            self.selected_blocks = n_cand
+        elif self.last_rel is not None and self.gate.enabled and n_cand > self.selected_blocks:
+            self._hand_over(n_cand)  # (last_rel: this layer selected since the prefill)
         elif not self.ctx.selection and n_cand and self.n_slots:
             self._keep_newest(n_cand)
+        if decode_scratch.applies(q, self.k, self.ks):  # int8 on a CPU: the copy's pages reused
+            return decode_scratch.int8_decode_attention(q, self.k, self.v, self.bias, scaling,
+                                                        self.ctx.pool, self.ks, self.vs,
+                                                        self.ctx.upcast_scratch)
         return decode_attention(q, self.k, self.v, self.bias, scaling, self.ctx.pool,
                                 self.ctx.decode_native_matmul, self.ks, self.vs)
 
@@ -209,6 +231,10 @@ class TieredLayerAttention:
         self.prefetched.clear()
         self.last_pattern = None
         self.decode_steps = 0
+        self.gate.reset()
+        self.selected_blocks, self.last_rel = 0, None
+        if self.layer == 0:
+            self.ctx.reselect_log.clear()
 
     def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
         ctx, s = self.ctx, self.summaries
@@ -218,6 +244,7 @@ class TieredLayerAttention:
         rel = s.relevance(q, n, scaling, rescore)  # (H_kv, n)
         if decoding:
             rel = self._decode_preferences(rel, n)
+            self.last_rel = rel
         plan = ctx.scheduler.place(
             self.heat, rel, [set(h.slot_of) for h in self.slots], self.n_slots, self.g.top_k,
             ctx.pool.pressure, s.in_warm[:n], lambda: s.block_vectors(n),
@@ -237,6 +264,35 @@ class TieredLayerAttention:
 
         rescore_exactly(qg, score, self.ctx.exact_rescore * self.n_slots, self.summaries.in_warm,
                         gather_keys)
+
+    def _hand_over(self, n: int) -> None:
+        """Between re-selections (the gate reused the last choice): the blocks that left the ring
+        since (older than it now, never ranked) join every KV head's slots, each in place of the
+        head's block ranked lowest at the last selection (a free slot first), so the window keeps
+        covering them until the next re-selection ranks them (reselect_gate.py)."""
+        first, self.selected_blocks = self.selected_blocks, n
+        new, rel = list(range(first, n)), self.last_rel
+        hot, evict = [], []
+        for h, head in enumerate(self.slots):
+            held = list(head.slot_of)
+            want = [b for b in new if b not in head.slot_of]
+            out: list[int] = []
+            spare = head.free_slots
+            if len(want) > spare and held:
+                score = (rel[h, torch.tensor(held)] if rel is not None and rel.shape[1] > max(held)
+                         else torch.zeros(len(held)))
+                worst = torch.argsort(score)[: len(want) - spare].tolist()
+                out = [held[i] for i in worst]
+            keep = [b for b in held if b not in out]
+            hot.append(keep + want[: len(out) + spare])
+            evict.append(out)
+        if rel is not None:  # the handed-over blocks stay until the next re-selection ranks them
+            grown = torch.full((rel.shape[0], n), float("inf"), dtype=rel.dtype)
+            grown[:, :first] = rel[:, :first]
+            self.last_rel = grown
+        plan = Placement(hot=hot, evict=evict, demote_cold=[], prefetch=[], pattern=None,
+                         hot_threshold=0.0)
+        apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
 
     def _keep_newest(self, n: int) -> None:
         """The window baseline while decoding: every head's slots hold the newest of the n blocks
@@ -279,8 +335,9 @@ class TieredLayerAttention:
         dev = self.k.device
         if n1 == n0 + 1 and n0 >= S and n1 % T:  # a decoded token inside a block: one column
             col = n0 % cap + r0  # (the ring and the sinks stay as they are until a block completes)
-            self._write((slice(None), col), kn[:, 0], vn[:, 0])
-            self.bias[:, col] = 0.0
+            if not self.column.write(col, kn, vn):  # (column_write.py: the same bytes, faster)
+                self._write((slice(None), col), kn[:, 0], vn[:, 0])
+                self.bias[:, col] = 0.0
             self.ctx.pool.occupy(self.token_bytes)
             self.live_tokens, self.n = self.live_tokens + 1, n1
             return
@@ -348,5 +405,6 @@ class TieredLayerAttention:
         self.ctx.pool.vacate(self.live_tokens * self.token_bytes)
         self.ctx.pool.vacate(sum(h.usage_bytes for h in self.slots))
         self.moves.drop_warm()
+        self.ctx.upcast_scratch.clear()
         self.k = self.v = torch.empty(0)
         self.live_tokens = 0
