@@ -46,6 +46,7 @@ SCENARIOS: dict[str, str] = {
     "embedding_engines": "benchmarks.documents.embedding_engines:run",
     "scaleout": "benchmarks.documents.scaleout:run",
     "disk": "benchmarks.documents.disk:run",
+    "ingest_floor": "benchmarks.documents.ingest_floor:run",
 }
 DEFAULT_SCENARIOS = ["ingest", "needle"]
 # scenarios that take --variants -> "module:function" naming their variants
@@ -63,6 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
     p.add_argument("--home", help="filings, answers, navigate, long_document, embedding_engines, scale, disk, trace: this H3_HOME, "
                                    "which holds the corpus, instead of ingesting it into a fresh one")
+    p.add_argument("--path", help="ingest_floor: the folder of PDFs to ingest beside the naive floor")
     p.add_argument("--samples", type=_at_least_one, help="ruler, passkey_api: samples per task (or "
                                                  "depth) and length (different seeds; default 1)")
     p.add_argument("--first-seed", type=int, help="ruler, passkey_api: the first of those seeds "
@@ -153,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
         func = getattr(importlib.import_module(module_name), func_name)
         params = inspect.signature(func).parameters
         extra = {opt: getattr(args, opt)
-                 for opt in ("home", "samples", "first_seed", "lengths", "tasks", "variants")
+                 for opt in ("home", "path", "samples", "first_seed", "lengths", "tasks", "variants")
                  if getattr(args, opt, None) is not None and opt in params}  # (--first-seed 0 too)
         try:
             result = func(out, args.quick, **extra)

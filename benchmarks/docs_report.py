@@ -94,12 +94,17 @@ DESCRIPTIONS = {
                      "filings) against 20 pages of the same 10-K around the evidence page: the "
                      "same `h3 ask --doc` question on each, the hot peak and warm bytes against "
                      "their budgets, the branch's KV loaded, prompt tokens and time to first token.",
+    "ingest_floor": "`h3 index-build` against the naive floor (PyMuPDF text, the layout model on every "
+                    "page, MiniLM through sentence-transformers) on the same folder of PDFs in one "
+                    "run: pages/s and their ratio, wall and CPU per stage, the share of the run "
+                    "both cores were busy.",
 }
 
 # Which scenarios take which `h3 bench` options (benchmarks/cli.py's help says the same).
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
          "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate", "long_document",
-                                                              "embedding_engines", "scale", "disk", "trace"}}
+                                                              "embedding_engines", "scale", "disk", "trace"},
+         "path": {"ingest_floor"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:
@@ -108,7 +113,8 @@ def scenarios(report: dict, name: str) -> dict[str, dict]:
 
 
 def _items(body: dict) -> list[dict]:
-    return [r for key in ("rows", "runs") for r in body.get(key) or [] if isinstance(r, dict)]
+    lists = [body.get(key) for key in ("rows", "runs")]  # ("runs" is a count in some reports)
+    return [r for items in lists if isinstance(items, list) for r in items if isinstance(r, dict)]
 
 
 def options(name: str, body: dict) -> tuple[list[str], str]:
@@ -136,6 +142,8 @@ def options(name: str, body: dict) -> tuple[list[str], str]:
     if name in TAKES["home"] and (isinstance(ingestion, dict) and ingestion.get("reused_home")
                                   or body.get("home") or body.get("source_home")):
         opts.append("--home H3_HOME")  # (scale, disk: the home they measured)
+    if name in TAKES["path"] and body.get("folder"):
+        opts.append(f"--path {body['folder']}")
     return opts, note
 
 

@@ -91,21 +91,24 @@ def stage_times(home: Path, run_ids: list[str] | None = None) -> dict:
         ids = run_ids if run_ids is not None else [r.run_id for r in instance.get_runs()]
         ids = list(dict.fromkeys(ids))  # a run listed twice would count its steps twice
         wall: dict[str, float] = {}
-        corpus_cpu: dict[str, float] = {}
+        step_cpu: dict[str, float] = {}
         for run_id in ids:
             for step in instance.get_run_step_stats(run_id):
                 if step.end_time and step.start_time:
                     wall[step.step_key] = wall.get(step.step_key, 0.0) + (
                         step.end_time - step.start_time)
-            # corpus-level stages stage no payload: their CPU is in their materialisation
+            # each step's CPU is in its materialisation metadata (`cpu_seconds`: the run's
+            # documents together, repeated on every partition's event: counted once per run);
+            # the staged payloads that also carry it are cleared once a document is stored
+            counted: set[str] = set()
             for record in instance.all_logs(run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION):
                 event = record.dagster_event
                 meta = event.step_materialization_data.materialization.metadata
-                if event.step_key and "cpu_seconds" in meta and event.step_key in (
-                        "token_pca", "chunk_pooling"):
-                    corpus_cpu[event.step_key] = corpus_cpu.get(event.step_key, 0.0) + float(
+                if event.step_key and "cpu_seconds" in meta and event.step_key not in counted:
+                    counted.add(event.step_key)
+                    step_cpu[event.step_key] = step_cpu.get(event.step_key, 0.0) + float(
                         meta["cpu_seconds"].value)
-    cpu = {**stage_cpu_seconds(home), **corpus_cpu}
+    cpu = {**stage_cpu_seconds(home), **step_cpu}
     return {"runs": len(ids),
             "stage_wall_s": {k: round(v, 2) for k, v in sorted(wall.items(),
                                                                key=lambda kv: -kv[1])},

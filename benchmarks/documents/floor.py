@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 CHUNK_WORDS = 200
+BUSY_PERCENT = 75.0  # a core this busy in a 1 s sample counts as working
 
 
 class CoreSampler:
@@ -48,13 +49,15 @@ class CoreSampler:
         self._thread.join()
 
     def summary(self) -> dict:
-        """Mean busy % per core over the samples, and their mean."""
+        """Mean busy % per core over the samples, their mean, and the share of the samples in
+        which every core was busy (>= BUSY_PERCENT): how much of the run used the whole machine."""
         if not self.samples:
-            return {"per_core_percent": [], "mean_percent": 0.0}
+            return {"per_core_percent": [], "mean_percent": 0.0, "all_cores_busy_share": 0.0}
         cores = [round(sum(s[i] for s in self.samples) / len(self.samples), 1)
                  for i in range(len(self.samples[0]))]
+        all_busy = sum(min(s) >= BUSY_PERCENT for s in self.samples) / len(self.samples)
         return {"per_core_percent": cores, "mean_percent": round(sum(cores) / len(cores), 1),
-                "samples": len(self.samples)}
+                "all_cores_busy_share": round(all_busy, 3), "samples": len(self.samples)}
 
 
 def chunk_words(blocks: list[str], words: int = CHUNK_WORDS) -> list[str]:

@@ -9,6 +9,7 @@ import numpy as np
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from h3.resources.models.tesseract import tesseract_output
 from h3.resources.settings import load_config
 
 # tesseract agents per language spec stay process-wide: cheap, but every run of a CLI command
@@ -65,13 +66,12 @@ class TesseractOcr:
 
         import layoutparser as lp
         import pandas as pd
-        import pytesseract
 
         # One tesseract pass (TesseractAgent.detect runs two: string + data). The paragraphs are
         # gathered here, not by TesseractAgent.gather_data: that takes a paragraph's width and
         # height as its widest word's and tallest word's, so its boxes cover a corner of the
         # paragraph only (a 3-line paragraph came out as one word wide and one line high).
-        tsv = pytesseract.image_to_data(image_rgb, lang=agent.lang, **agent.configs)
+        tsv = tesseract_output(image_rgb, agent.lang, "tsv", agent.configs.get("config", ""))
         data = pd.read_csv(io.StringIO(tsv), quoting=csv.QUOTE_NONE, encoding="utf-8", sep="\t",
                            converters={"text": str})
         # a page whose words are all blank parses `text` as float NaNs, converter or not

@@ -708,13 +708,14 @@ def ocr_page_text(page, dpi: int = 200, languages: str = "eng") -> str:
     """The text tesseract reads on a PyMuPDF page ("" when tesseract is missing or fails: a
     profile is never worth failing a document for)."""
     try:
-        import pytesseract
-        from PIL import Image
+        import numpy as np
+        import pymupdf
 
-        pix = page.get_pixmap(dpi=dpi)
-        image = Image.frombytes("RGB" if pix.n < 4 else "RGBA", (pix.width, pix.height),
-                                pix.samples)
-        return pytesseract.image_to_string(image, lang=languages)
+        from h3.resources.models.tesseract import tesseract_output
+
+        pix = page.get_pixmap(dpi=dpi, colorspace=pymupdf.csRGB, alpha=False)
+        image = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, 3)
+        return tesseract_output(image, languages)
     except Exception as exc:  # noqa: BLE001 - tesseract absent, a page that does not render
         logging.getLogger(__name__).warning("OCR of a cover page for its profile failed: %s",
                                             exc)

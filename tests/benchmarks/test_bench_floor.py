@@ -25,3 +25,11 @@ def test_core_sampler_reports_one_figure_per_core():
     assert summary["samples"] >= 2
     assert len(summary["per_core_percent"]) >= 1
     assert all(0.0 <= p <= 100.0 for p in summary["per_core_percent"])
+
+
+def test_all_cores_busy_share_counts_the_samples_where_every_core_worked():
+    cores = CoreSampler()
+    cores.samples = [[100.0, 90.0], [100.0, 10.0], [80.0, 76.0], [0.0, 0.0]]
+    summary = cores.summary()
+    assert summary["all_cores_busy_share"] == 0.5
+    assert summary["per_core_percent"] == [70.0, 44.0]

@@ -52,3 +52,20 @@ def test_token_counts_and_word_pieces_match_the_reference_tokenizer(reference):
         ids = reference.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
         assert ours.count_tokens(text) == len(ids)
         assert ours.word_piece_ids([text])[0] == ids[:MAX_TOKENS]
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp32"])
+def test_many_batches_on_all_cores_give_the_vectors_of_one_call_at_a_time(monkeypatch, precision):
+    """Ingestion's path (batches spread over 1-thread workers) against a query's (one
+    multi-threaded call per batch): the same batches, so the same vectors to the bit."""
+    from h3.resources.models import embedder as module
+
+    texts = [f"Item {i}. Net revenue rose {i}% to ${i * 37}.{i % 10} million in segment {i % 7}"
+             + " and its margin" * (i % 23) for i in range(90)]
+    monkeypatch.setattr(module, "cpu_workers", lambda: 2)
+    spread = module.SbertEmbedder(precision=precision).encode(texts)
+    monkeypatch.setattr(module, "PARALLEL_MIN_BATCHES", 10_000)
+    one_by_one = module.SbertEmbedder(precision=precision).encode(texts)
+    assert spread.shape == (90, 384)
+    assert np.array_equal(spread, one_by_one)
+    assert np.allclose(np.linalg.norm(spread, axis=1), 1.0, atol=1e-5)
