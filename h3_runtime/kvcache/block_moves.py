@@ -47,7 +47,7 @@ class TierContext:
     # step kinds; layer 0 opens each step's entry)
     reselect_log: list[int] = field(default_factory=list)
     # decode attention's float copy of an int8 layer buffer, reused by every layer and token of
-    # this cache on a CPU (decode_scratch.py): [tensor] once made
+    # this cache on a CPU (sparse_attention.upcast): [tensor] once made
     upcast_scratch: list = field(default_factory=list)
     exact_rescore: int = 0  # decode re-scores this many x a head's slots exactly (rescore.py)
     key_basis: torch.Tensor | None = None  # (n_layers, H_kv, D, r): per-token key sketches

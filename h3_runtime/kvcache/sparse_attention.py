@@ -46,10 +46,28 @@ def decode_scratch_bytes_per_token(n_query_heads: int, model_bytes_per_token_lay
     return model_bytes_per_token_layer + n_query_heads * 2 * q_dtype.itemsize
 
 
+def upcast(buf: torch.Tensor, dtype: torch.dtype, scratch: list | None) -> torch.Tensor:
+    """`buf.to(dtype)`, written into `scratch[0]` (made or grown here) when one is given on a
+    CPU. Made afresh at every call, the copy is a new multi-megabyte allocation that the CPU
+    allocator hands back to the system when freed, so every layer of every decoded token would
+    pay the page faults as well as the copy; one float buffer per cache
+    (`TierContext.upcast_scratch`) keeps its pages. The same values either way (on a GPU the
+    caching allocator already reuses the memory: no scratch there)."""
+    if scratch is None or buf.device.type != "cpu":
+        return buf.to(dtype)
+    H, N, D = buf.shape
+    held = scratch[0] if scratch else None
+    if held is None or held.dtype != dtype or held.shape[0] != H or held.shape[1] < N \
+            or held.shape[2] != D:
+        scratch[:] = [held := torch.empty(H, N, D, dtype=dtype)]
+    return held[:, :N].copy_(buf)
+
+
 def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
                      bias: torch.Tensor, scaling: float, pool: HotPool,
                      native: bool = False, k_scale: torch.Tensor | None = None,
-                     v_scale: torch.Tensor | None = None) -> torch.Tensor:
+                     v_scale: torch.Tensor | None = None,
+                     scratch: list | None = None) -> torch.Tensor:
     """One new token over the hot buffer, which already holds the token itself (the layer
     commits it to the ring first): the buffer is read in place, its bias masking empty columns.
     q: (1, Hq, 1, D); k_buf, v_buf: (H_kv, N, D); bias: (H_kv, N). Returns (1, 1, Hq, D).
@@ -66,11 +84,12 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
     - else (CPU) in float32 on an up-cast copy of the buffer.
     - an int8 buffer (hot_codec.py; k_scale, v_scale: (H_kv, N)) on an up-cast copy of its
       integers, on any device: a key's scale multiplies its column of scores, a value's scale
-      its column of probabilities, so no de-quantised copy of the buffer is made."""
+      its column of probabilities, so no de-quantised copy of the buffer is made. `scratch`:
+      where that copy is kept between calls (`upcast`; K's copy is read before V's reuses it)."""
     H, N, D = k_buf.shape
-    scratch = N * decode_scratch_bytes_per_token(q.shape[1], k_buf.shape[0] * 2 * D * q.element_size(),
-                                                 q.dtype, k_buf.dtype, native)
-    pool.reserve(scratch, "decode attention")
+    nbytes = N * decode_scratch_bytes_per_token(q.shape[1], k_buf.shape[0] * 2 * D * q.element_size(),
+                                                q.dtype, k_buf.dtype, native)
+    pool.reserve(nbytes, "decode attention")
     try:
         if k_buf.dtype == q.dtype:
             mask = _per_query_head(bias, q.shape[1]).to(q.dtype)[None, :, None, :]  # (1, Hq, 1, N)
@@ -80,9 +99,10 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
         if k_scale is not None:
             qg = q[0, :, 0].reshape(H, -1, D)
             col = (k_scale * scaling).to(q.dtype)[:, None, :]  # (H_kv, 1, N)
-            scores = torch.bmm(qg, k_buf.to(q.dtype).transpose(1, 2)).mul_(col)
+            scores = torch.bmm(qg, upcast(k_buf, q.dtype, scratch).transpose(1, 2)).mul_(col)
             probs = torch.softmax(scores.add_(bias[:, None, :].to(q.dtype)), dim=-1)
-            out = torch.bmm(probs.mul_(v_scale.to(q.dtype)[:, None, :]), v_buf.to(q.dtype))
+            out = torch.bmm(probs.mul_(v_scale.to(q.dtype)[:, None, :]),
+                            upcast(v_buf, q.dtype, scratch))
         elif native:
             qg = to_hot(q[0, :, 0] * scaling, k_buf.dtype).reshape(H, -1, D)  # (H_kv, g, D)
             scores = torch.bmm(qg, k_buf.transpose(1, 2)).float().add_(bias[:, None, :])
@@ -94,7 +114,7 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
                                    k_buf.to(q.dtype).transpose(1, 2), alpha=scaling)
             out = torch.bmm(torch.softmax(scores, dim=-1), v_buf.to(q.dtype))  # (H_kv, g, D)
     finally:
-        pool.release(scratch, "decode attention")
+        pool.release(nbytes, "decode attention")
     return out.reshape(1, 1, -1, D)
 
 

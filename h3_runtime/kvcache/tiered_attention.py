@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import torch
 
-from h3_runtime.kvcache import decode_scratch, hot_codec
+from h3_runtime.kvcache import hot_codec
 from h3_runtime.kvcache.block import BlockId, KVBlock
 from h3_runtime.kvcache.block_moves import BlockMoves, TierContext, apply_placement
 from h3_runtime.kvcache.checksum import block_checksum
@@ -215,12 +215,9 @@ class TieredLayerAttention:
             self._hand_over(n_cand)  # (last_rel: this layer selected since the prefill)
         elif not self.ctx.selection and n_cand and self.n_slots:
             self._keep_newest(n_cand)
-        if decode_scratch.applies(q, self.k, self.ks):  # int8 on a CPU: the copy's pages reused
-            return decode_scratch.int8_decode_attention(q, self.k, self.v, self.bias, scaling,
-                                                        self.ctx.pool, self.ks, self.vs,
-                                                        self.ctx.upcast_scratch)
         return decode_attention(q, self.k, self.v, self.bias, scaling, self.ctx.pool,
-                                self.ctx.decode_native_matmul, self.ks, self.vs)
+                                self.ctx.decode_native_matmul, self.ks, self.vs,
+                                scratch=self.ctx.upcast_scratch)  # (the up-cast copy's pages reused)
 
     def _reset_selection(self) -> None:
         """The first decoded token after a prefill starts the scheduler afresh (no heat, no

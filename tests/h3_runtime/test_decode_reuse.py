@@ -176,7 +176,6 @@ def test_the_numpy_column_write_stores_the_bytes_hot_codec_stores():
 
 def test_int8_attention_with_a_reused_copy_is_decode_attention_bit_for_bit():
     from h3_runtime.kvcache import hot_codec
-    from h3_runtime.kvcache.decode_scratch import applies, int8_decode_attention
     from h3_runtime.kvcache.hot import HotPool
     from h3_runtime.kvcache.sparse_attention import decode_attention
 
@@ -189,11 +188,12 @@ def test_int8_attention_with_a_reused_copy_is_decode_attention_bit_for_bit():
         v8, vs = hot_codec.quantise(torch.randn(H, N, D, generator=g))
         bias = torch.zeros(H, N)
         bias[:, 50 + step : 90] = float("-inf")
-        assert applies(q, k8, ks)
         pool_a, pool_b = HotPool(10**8), HotPool(10**8)
         want = decode_attention(q, k8, v8, bias, 0.125, pool_a, False, ks, vs)
-        got = int8_decode_attention(q, k8, v8, bias, 0.125, pool_b, ks, vs, scratch)
+        got = decode_attention(q, k8, v8, bias, 0.125, pool_b, False, ks, vs, scratch=scratch)
         assert torch.equal(want, got)
         assert pool_a.peak_bytes == pool_b.peak_bytes and pool_b.used_bytes == 0
     assert len(scratch) == 1 and scratch[0].shape == (H, N, D)
-    assert not applies(q, k8.float(), None)
+    kept = scratch[0]  # a buffer in the query's dtype takes no up-cast copy
+    decode_attention(q, k8.float(), v8.float(), bias, 0.125, HotPool(10**8), scratch=scratch)
+    assert scratch == [kept]
