@@ -33,7 +33,7 @@ from h3.ontology.ids import doc_id_of_partition
 from h3.resources.settings import load_config
 from h3.resources.staging_io import drop_staged
 from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
-from h3.resources.store.compaction import compact_tables, compaction_summary
+from h3.resources.store.compaction import compact_tables, compaction_summary, table_rows
 
 PartitionEvent = AssetMaterialization | AssetObservation
 # The per-document stages of an ingestion run whose staged JSON is spent once the document is
@@ -59,13 +59,10 @@ def compact_written_tables(context: AssetExecutionContext, db: DocumentStore) ->
     the run's page what each table held before and after (a table that fails is named there and
     in the log, and fails nothing: the documents are stored either way)."""
     summary = compaction_summary(compact_tables(db, WRITTEN_BY_INGESTION))
-    for row in summary["by_table"]:
+    rows = table_rows(summary)
+    for row in rows:
         if row["error"]:
             context.log.warning(f"compaction: {row['error']}")
-    rows = [{"table": r["table"], "MB_before": round(r["bytes_before"] / 1e6, 2),
-             "MB_after": round(r["bytes_after"] / 1e6, 2), "versions_before": r["versions_before"],
-             "versions_after": r["versions_after"], "error": r["error"] or ""}
-            for r in summary["by_table"]]
     return AssetObservation(asset_key=context.asset_key, metadata={
         "compaction_bytes_before": summary["bytes_before"],
         "compaction_bytes_after": summary["bytes_after"],

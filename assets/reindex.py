@@ -2,9 +2,9 @@
 
 Every table's full-text and vector indexes are brought up to date (rows appended since the last
 build merged in, the ANN index created once a table is large), then LanceDB compacts the small
-fragments that many appends and deletes leave behind and prunes the table versions older than
-a few minutes (resources/store/compaction.py: each write keeps the previous version's files;
-without pruning the store only grows). Run by the re-index schedule (pipelines/schedules.py);
+fragments that many appends and deletes leave behind and prunes every older table version
+(resources/store/compaction.py: each write keeps the previous version's files; without pruning
+the store only grows). Run by the re-index schedule (pipelines/schedules.py);
 ingestion runs compact the tables they wrote themselves (assets/ingested.py).
 """
 
@@ -14,7 +14,7 @@ from dagster import AssetExecutionContext, MetadataValue, asset
 
 from h3.assets._batch import markdown_table
 from h3.resources.store import DocumentStoreResource
-from h3.resources.store.compaction import compact_tables, compaction_summary
+from h3.resources.store.compaction import compact_tables, compaction_summary, table_rows
 
 
 @asset(group_name="operations", kinds={"lancedb"}, deps=["cold_store"],
@@ -28,11 +28,8 @@ def store_indexes(context: AssetExecutionContext, store: DocumentStoreResource) 
     summary = compaction_summary(compact_tables(db, names))
     rows = [{"table": r["table"], "rows": db.count_rows(r["table"]),
              "indexes": ", ".join(f"{c}: {v}" for c, v in indexes[r["table"]].items())
-             or "up to date",
-             "MB_before": round(r["bytes_before"] / 1e6, 2),
-             "MB_after": round(r["bytes_after"] / 1e6, 2),
-             "versions_after": r["versions_after"], "error": r["error"] or ""}
-            for r in summary["by_table"]]
+             or "up to date", **r}
+            for r in table_rows(summary)]
     for row in rows:
         if row["error"]:
             context.log.warning(f"compaction: {row['error']}")

@@ -96,3 +96,12 @@ def compaction_summary(done: list[TableCompaction]) -> dict:
             "versions_before": sum(d.versions_before for d in done),
             "versions_after": sum(d.versions_after for d in done),
             "by_table": [asdict(d) for d in done]}
+
+
+def table_rows(summary: dict) -> list[dict]:
+    """`compaction_summary`'s tables as rows of a markdown table (MB and versions before and
+    after, the error if any), for the Dagster metadata of the assets that compact."""
+    return [{"table": r["table"], "MB_before": round(r["bytes_before"] / 1e6, 2),
+             "MB_after": round(r["bytes_after"] / 1e6, 2), "versions_before": r["versions_before"],
+             "versions_after": r["versions_after"], "error": r["error"] or ""}
+            for r in summary["by_table"]]

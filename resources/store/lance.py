@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
+from h3.resources.disk_usage import folder_bytes
 from h3.resources.store.base import DocumentStore, Row
 from h3.resources.store.tables import TABLES
 from h3.resources.store.text_once import fill_text, read_columns, stored_form, stores_text_once
@@ -70,6 +71,17 @@ def with_missing_file_retry(read, handle):
         time.sleep(0.02 * attempt)  # let the compaction that pruned it finish its commit
         handle.checkout_latest()  # what every call does anyway; also moves a handle pinned to one
     raise AssertionError("unreachable")
+
+
+def _search_rows(query, where: str | None, read_as: list[str] | None, drop: bool,
+                 score: str) -> list[Row]:
+    """A vector or full-text search's rows: filtered before ranking, the asked columns and its
+    `score` column read, the chunk text filled in (text_once.py)."""
+    if where:
+        query = query.where(where, prefilter=True)
+    if read_as:
+        query = query.select(read_as + [score])
+    return fill_text(query.to_arrow(), drop).to_pylist()
 
 
 def with_commit_retries(write, what: str):
@@ -251,11 +263,7 @@ class LanceDocumentStore(DocumentStore):
             if rows >= ANN_MIN_ROWS and self._has_ann(table, handle):  # (no index below that)
                 for name, value in self.ann_search_params(rows).items():  # nprobes, refine_factor
                     query = getattr(query, name)(value)
-            if where:
-                query = query.where(where, prefilter=True)
-            if read_as:
-                query = query.select(read_as + ["_distance"])
-            return fill_text(query.to_arrow(), drop).to_pylist()
+            return _search_rows(query, where, read_as, drop, "_distance")
 
         return with_missing_file_retry(read, handle)
 
@@ -270,11 +278,7 @@ class LanceDocumentStore(DocumentStore):
 
         def read() -> list[Row]:
             builder = handle.search(query, query_type="fts", fts_columns=column).limit(k)
-            if where:
-                builder = builder.where(where, prefilter=True)
-            if read_as:
-                builder = builder.select(read_as + ["_score"])
-            return fill_text(builder.to_arrow(), drop).to_pylist()
+            return _search_rows(builder, where, read_as, drop, "_score")
 
         return with_missing_file_retry(read, handle)
 
@@ -355,7 +359,7 @@ class LanceDocumentStore(DocumentStore):
         return True
 
     def bytes_on_disk(self) -> int:
-        return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+        return folder_bytes(self.path)
 
     # ---- maintenance (compaction.py) ----
     def table(self, name: str):
@@ -368,5 +372,4 @@ class LanceDocumentStore(DocumentStore):
 
     def table_bytes(self, name: str) -> int:
         """Bytes of the table's folder: every version's data, deletions and indexes."""
-        folder = self.path / f"{name}.lance"
-        return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        return folder_bytes(self.path / f"{name}.lance")
