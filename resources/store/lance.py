@@ -53,24 +53,32 @@ def _retryable(exc: BaseException) -> bool:
         _is_commit_conflict(exc) or _is_missing_file(exc))
 
 
-# A read that met a pruned file runs again on the latest version, at most this many times in
-# all: on a loaded machine a slow read can see two compactions in a row (the compaction test's
-# tight loop did, beside another test worker), and a real store compacts once per ingestion run.
-MISSING_FILE_ATTEMPTS = 5
+# A read that met a pruned file runs again on the latest version until this many seconds have
+# passed since it first failed; then the missing file is a real error, and raises. Bounded by
+# time, not by a count of tries: a read slower than the gap between two compactions fails every
+# try that overlaps one (CI's loaded machine failed five tries in a row under the compaction
+# test's back-to-back compactions), and a jittered, growing pause shifts the next try off their
+# rhythm. A real store compacts once per ingestion run, so the first retry almost always reads.
+MISSING_FILE_RETRY_S = 10.0
 
 
 def with_missing_file_retry(read, handle):
     """Calls `read()`; if a file it needed was pruned meanwhile, again on the latest version
-    (`MISSING_FILE_ATTEMPTS` in all; then the missing file is a real error, and raises)."""
-    for attempt in range(1, MISSING_FILE_ATTEMPTS + 1):
+    (for up to `MISSING_FILE_RETRY_S`; then the missing file is a real error, and raises)."""
+    give_up_at, pause = None, 0.02
+    while True:
         try:
             return read()
         except (OSError, RuntimeError, ValueError) as exc:
-            if not _is_missing_file(exc) or attempt == MISSING_FILE_ATTEMPTS:
+            if not _is_missing_file(exc):
                 raise
-        time.sleep(0.02 * attempt)  # let the compaction that pruned it finish its commit
+            now = time.monotonic()
+            give_up_at = give_up_at or now + MISSING_FILE_RETRY_S
+            if now >= give_up_at:
+                raise
+        time.sleep(pause * (0.5 + random.random()))  # let the pruning compaction commit
+        pause = min(pause * 2, 0.5)
         handle.checkout_latest()  # what every call does anyway; also moves a handle pinned to one
-    raise AssertionError("unreachable")
 
 
 def _search_rows(query, where: str | None, read_as: list[str] | None, drop: bool,
