@@ -52,6 +52,38 @@ _NOT_COMPANY = re.compile(r"^(?:FY\d*|Q[1-4]|H[12]|USD|EUR|GBP|JPY|CNY|GAAP|IFRS
                           r"TTM|LTM|FCF|What|Who|How|Which|When|Where|Why|Is|Are|"
                           r"Does|Do|Did|Has|Have|Was|Were|Can|Could|Should|Would|Will|The|A|An|"
                           r"In|On|Of|For|If|We|Our|I|It|Its|This|That|These|Those)$")
+# Words a question capitalises that are no company on their own: a filing's parts ("Item 7",
+# "Note 12", "Table 3"), the filer's name for itself ("the Company's revenue", "the Group's
+# debt") and statement line items ("Net Income", "Total Assets"). A candidate made only of
+# these (and the numbers or letters of a part) is not taken for a company: it made `h3 ask`
+# refuse ordinary questions such as "What was the Company's revenue?" as "no document is from
+# 'Company'". A name with one other word ("Capital One", "Bank of America" -> "America") stays.
+_GENERIC_WORDS = frozenset("""
+    table tables figure fig section note notes item items part page exhibit chapter appendix
+    schedule equation chart line column row statement statements
+    company group registrant corporation bank fund trust partnership firm issuer entity
+    business management board directors committee subsidiary subsidiaries parent
+    revenue revenues sales income net gross operating total assets asset liabilities
+    liability equity expense expenses cost costs cash flow flows free profit profits margin
+    margins earnings debt capital goodwill dividend dividends loss losses inventory
+    inventories receivable receivables payable payables depreciation amortization interest
+    tax taxes share shares stock stockholders shareholders current expenditure expenditures
+    working balance sheet comprehensive retained other accounts property plant equipment
+    intangible intangibles lease leases segment segments backlog guidance outlook risk factors
+""".split())
+# a part's number or letter after a generic word: "7", "1A", "99.1", "II", "B"
+_PART_ID = re.compile(r"\d[\w.]*|[IVXLC]+|[A-Z]")
+
+
+def _generic(words: list[str]) -> bool:
+    """Whether a candidate name is only generic words (_GENERIC_WORDS) and part ids."""
+    plain = [w.strip(".,()'’").lower() for w in words]
+    plain = [w[:-2] if w.endswith(("'s", "’s")) else w for w in plain]
+    return (any(w in _GENERIC_WORDS for w in plain)
+            and all(w in _GENERIC_WORDS or _PART_ID.fullmatch(o.strip(".,()"))
+                    for w, o in zip(plain, words, strict=True)))
+
+
 _CANDIDATE_NAME = re.compile(
     r"(?:\b(?i:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
     r"((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+(?:[A-Z][\w&.-]*|&))*)"
@@ -291,6 +323,8 @@ def unknown_companies(query: str, registry: IssuerRegistry | None = None) -> Ite
         words = [w for w in name.split() if not _NOT_COMPANY.match(w.strip(".,"))
                  and not _spelled_out(w.strip(".,()"), query)]
         if begin in starts and len(name.split()) == 1:
+            continue
+        if _generic(name.split()):
             continue
         if words and not all(re.fullmatch(r"[\d.,%$]+", w) for w in words):
             candidate = " ".join(words)

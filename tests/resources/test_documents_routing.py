@@ -82,6 +82,23 @@ def test_short_capital_forms_match_only_in_capitals():
     assert unknown_company("What is the value of ZQX given days payable outstanding?") == "ZQX"
 
 
+def test_generic_capitalised_words_are_not_an_absent_company(tmp_path):
+    """A filing's parts, the filer's name for itself and line items written with capitals are
+    no company: each of these made `h3 ask` refuse as "no document is from 'Company'"."""
+    for q in ("What was the Company's revenue in 2022?", "What does Item 1A say about risk?",
+              "What does Note 12 say about leases?", "What is shown in Table 3?",
+              "What does Part II cover?", "What was Operating Income in 2022?",
+              "What is the Group's net debt?"):
+        assert unknown_company(q) is None, q
+    # a name with a word of its own is still a company the corpus lacks
+    assert unknown_company("What is the revenue of Capital One?") == "Capital One"
+    assert unknown_company("What was Net Income of Contoso?") == "Contoso"
+    ctx = _context(tmp_path)
+    r = route(ctx, "What was Net Income of Northwind Trading in FY2024?")
+    assert r.doc_ids == ["d2", "d1"] and r.note is None
+    assert route(ctx, "What were Total Assets in FY2024?").note is None
+
+
 def test_hits_of_one_page_merge_keeping_every_box():
     def hit(page, score, box):
         return Hit("d1", "/x/d1.pdf", page, box, "text", f"p{page}", score, "text")
