@@ -18,10 +18,11 @@ table's title. The hit's own recall rank breaks near ties.
 from __future__ import annotations
 
 import math
+import os
 import re
 from dataclasses import dataclass
 
-from h3.resources.recall.text import stems
+from h3.resources.recall.text import stems, word_stems
 
 MAX_QUOTES = 3
 KEEP_SHARE = 0.5  # quotes after the best must score at least this share of the best's score
@@ -226,12 +227,28 @@ def _cut(text: str, wanted: set[str]) -> str:
     return ("…" if a else "") + text[a:b].strip() + ("…" if b < len(text) else "")
 
 
+def _same_word(a: str, b: str) -> bool:
+    """Whether two words of one 5-letter stem are one word: they agree beyond the stem (or the
+    shorter word ends there). The stem alone joined "company" and "comparison", so a manual's
+    "Table 2-2 Comparison ..." answered "What was the Company's revenue?" instead of a refusal;
+    "companies", "auditor" / "audit" and "operating" / "operations" still match."""
+    return len(os.path.commonprefix([a, b])) >= min(6, len(a), len(b))
+
+
+def _matched(wanted: dict[str, set[str]], text: str) -> set[str]:
+    """The question's stems (`wanted`, from word_stems) that `text` holds as the same word."""
+    have = word_stems(text)
+    return {t for t, words in wanted.items()
+            if t in have and any(_same_word(a, b) for a in words for b in have[t])}
+
+
 def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, Candidate]]:
     """(score, candidate), best first; 0 for a candidate sharing no content word."""
-    wanted = stems(question)
+    wanted_words = word_stems(question)
+    wanted = set(wanted_words)
     if not pool or not wanted:
         return []
-    have = [stems(c.text) | stems(c.context) for c in pool]
+    have = [_matched(wanted_words, c.text) | _matched(wanted_words, c.context) for c in pool]
     df = {t: sum(t in h for h in have) for t in wanted}
     idf = {t: math.log(1 + len(pool) / (1 + n)) for t, n in df.items()}
     total = sum(idf.values())  # words no candidate has weigh most: a share of 1 holds them all

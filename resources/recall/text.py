@@ -57,6 +57,14 @@ def stems(text: str) -> set[str]:
     return {_stem(t) for t in terms(text)}
 
 
+def word_stems(text: str) -> dict[str, set[str]]:
+    """`stems`, each with the words of the text that have it."""
+    out: dict[str, set[str]] = {}
+    for t in terms(text):
+        out.setdefault(_stem(t), set()).add(t)
+    return out
+
+
 def chunk_stems(ctx: RecallContext, row: dict) -> set[str]:
     """The stems of a chunk's text, computed once per context (the warm path's largest cost)."""
     cache = ctx.cache.setdefault("_chunk_stems", {})

@@ -94,6 +94,17 @@ def test_no_shared_word_no_quote():
     assert extract("Who painted the ceiling?", [hit(PROSE, 61)]) == []
 
 
+def test_words_that_share_only_their_first_five_letters_are_not_one_word():
+    """"Company" is not "Comparison": a question about neither's subject gets no quote (and
+    `h3 ask --doc` refuses), while inflections of one word still match."""
+    manual = hit("Table 2-2 Comparison of the different function usage IDs and authority.", 9)
+    assert extract("What was the Company's revenue in 2023?", [manual]) == []
+    audit = hit("The audit covered the companies of the group.", 3)
+    assert extract("Which company did the auditor review?", [audit])[0]["page"] == 3
+    ops = hit("Income from operations rose.", 4)
+    assert extract("What was operating income?", [ops])[0]["page"] == 4
+
+
 def test_figures_compare_by_value_as_written():
     assert figure_value("$1,577.00") == "1577" and figure_value("(2.50)%") == "2.5"
     assert figures("1. Revenue of $1,577.00\n2. A margin of 36.8%") == ["1577", "36.8"]
