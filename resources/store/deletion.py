@@ -118,8 +118,16 @@ def _drop_cold_kv(doc_id: str, keys: set[str], kv_root: Path | None) -> list[str
         kv_root = doc_kv_root(load_config().runtime)
     if not kv_root.is_dir():
         return []
+    from h3.resources.navigation.prompts import part_kv_id
+
     kv = DocumentKV(KVBlockStore(kv_root.parent, max_bytes=2**62), kv_root)  # the cap: only for storing
-    found = kv.drop_document(doc_id)
+    # `h3 ask --doc` stores each navigated part's KV under its own id (part_kv_id: "<doc>#<part>"),
+    # not the document's: dropping the document's id alone left its parts' KV (hundreds of MB)
+    # behind after `h3 delete` and after a changed file replaced its old version
+    parts = part_kv_id(doc_id, "")
+    ids = sorted({i.doc_id for i in kv.indexes() if i.doc_id == doc_id
+                  or i.doc_id.startswith(parts)})
+    found = [key for one in ids for key in kv.drop_document(one)]
     for folder in kv.legacy_documents():
         try:
             named = json.loads((folder / "meta.json").read_text()).get("doc_id") == doc_id

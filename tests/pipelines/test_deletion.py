@@ -105,6 +105,25 @@ def test_delete_document_removes_every_trace_and_only_its_own(two_documents):
     assert again.rows == {} and again.kv_removed == [] and again.files_removed == 0
 
 
+def test_delete_removes_the_kv_of_the_documents_navigated_parts(two_documents):
+    """`h3 ask --doc` stores a part's KV under "<doc_id>#<part>": deleting the document (or a
+    changed file replacing it) drops those too, and no part of another document."""
+    from h3.pipelines.deletion import delete_document
+    from h3.resources.navigation.prompts import part_kv_id
+    from h3.resources.runtime import doc_kv_root
+    from h3.resources.settings import load_config
+
+    kv_root = doc_kv_root(load_config().runtime)
+    _, part_a = _store_kv(kv_root, part_kv_id(DOC_A, "s1.1"))
+    _, part_b = _store_kv(kv_root, part_kv_id(DOC_B, "s2"))
+    report = delete_document(DOC_A, instance=two_documents["instance"])
+    assert part_a in report.kv_removed
+    kv = _doc_kv(kv_root)  # a new process's view of the folder
+    assert kv.find(part_kv_id(DOC_A, "s1.1"), "test-model") is None
+    assert kv.find(part_kv_id(DOC_B, "s2"), "test-model").key == part_b
+    assert kv.find(DOC_B, "test-model").key == two_documents["kv"][DOC_B]
+
+
 @pytest.mark.parametrize("bad", ["../../etc", "AAAAAAAAAAAAAAAA", "a' OR '1'='1", ""])
 def test_delete_refuses_anything_but_a_document_id(h3_home, bad):
     from h3.pipelines.deletion import delete_document
