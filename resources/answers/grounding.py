@@ -5,9 +5,9 @@ A 135M-parameter model writes fluent text that often misstates figures or swaps 
 it writes is presented as a fact unless the evidence holds it. Figures compare by value as
 written (commas, currency signs, trailing zeros and a sign or brackets ignored: "$1,577.00" is
 "1577"); a figure the model computed (a ratio, a sum) is not in the evidence, so it fails, and
-the quoted inputs stand instead. Names are capitalised words that do not open a sentence; each
-must occur, case aside, in the evidence or the question (the question's own names are the
-user's words, not a claim).
+the quoted inputs stand instead. Names are capitalised words (one that opens a sentence too,
+unless it is a common opener such as "The" or "Based"); each must occur, case aside, in the
+evidence or the question (the question's own names are the user's words, not a claim).
 """
 
 from __future__ import annotations
@@ -19,6 +19,15 @@ _NUMBER = re.compile(r"(?<![\w.])\(?[-+]?[$€£]?\d[\d,]*(?:\.\d+)?\)?%?")
 _LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
 _WORD = re.compile(r"[A-Za-z][A-Za-z&'-]*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:]\s+|\n\s*)$")
+# Words a sentence often opens with that name nothing. Any other capitalised word opening a
+# sentence is checked like a name: the model's answer is one sentence, so its first word - often
+# the company ("Globex paid dividends of 3,193.") - went unchecked and a company absent from
+# the evidence and the question could be shown.
+_OPENERS = frozenset(
+    "the a an and but so yes no not based according to in on at by for from with as of it its "
+    "this that these those there their they we our us you your if when while during after "
+    "before since although however also approximately about around nearly almost roughly "
+    "over under here what which who how why where answer total net".split())
 
 
 def figure_value(text: str) -> str | None:
@@ -54,6 +63,19 @@ def names(text: str) -> list[str]:
     return out
 
 
+def _bare(word: str) -> str:
+    """A word as names compare: lower case, a possessive dropped ("Boeing's" is "boeing")."""
+    return re.sub(r"'s$", "", word.lower())
+
+
+def opening_names(text: str) -> list[str]:
+    """Capitalised words that open a sentence and are not common openers (_OPENERS): names the
+    position alone capitalises nothing about, so they are checked too."""
+    return [m.group(0) for m in _WORD.finditer(text)
+            if m.group(0)[0].isupper() and m.group(0).lower() not in _OPENERS
+            and _SENTENCE_START.search(text[:m.start()])]
+
+
 @dataclass(slots=True)
 class Grounding:
     grounded: bool
@@ -72,7 +94,8 @@ def check(generated: str, evidence_texts: list[str], question: str = "") -> Grou
         return Grounding(False)
     evidence = "\n".join(evidence_texts)
     known_figures = set(figures(evidence))
-    known_words = {w.lower() for w in _WORD.findall(evidence + "\n" + question)}
+    known_words = {_bare(w) for w in _WORD.findall(evidence + "\n" + question)}
     bad_figures = list(dict.fromkeys(f for f in figures(generated) if f not in known_figures))
-    bad_names = list(dict.fromkeys(n for n in names(generated) if n.lower() not in known_words))
+    stated = opening_names(generated) + names(generated)
+    bad_names = list(dict.fromkeys(n for n in stated if _bare(n) not in known_words))
     return Grounding(not bad_figures and not bad_names, bad_figures, bad_names)

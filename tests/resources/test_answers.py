@@ -112,13 +112,25 @@ def test_figures_compare_by_value_as_written():
 
 
 def test_the_check_passes_only_what_the_evidence_holds():
-    assert check("Capital expenditure was $1,577 million in 2023.", [CASH_FLOWS]).grounded
-    wrong = check("Capital expenditure was $1.58 billion, says Jane Doe.", [CASH_FLOWS])
+    assert check("Capital expenditure was $1,577 million in 2023.", [CASH_FLOWS],
+                 "What was capital expenditure in 2023?").grounded
+    wrong = check("Capital expenditure was $1.58 billion, says Jane Doe.", [CASH_FLOWS],
+                  "What was capital expenditure in 2023?")
     assert not wrong.grounded
     assert wrong.unsupported_figures == ["1.58"] and wrong.unsupported_names == ["Jane", "Doe"]
     # a name the user asked about is not a claim of the model's
     assert check("Acme paid dividends of 3,193.", [CASH_FLOWS], "What did Acme pay?").grounded
     assert not check("", [CASH_FLOWS]).grounded
+
+
+def test_a_name_opening_the_answer_is_checked_too():
+    """The model's answer is one sentence: a company it opens with is a name like any other,
+    while a common opener ("The", "Based") is not."""
+    wrong = check("Globex paid dividends of 3,193.", [CASH_FLOWS], "What were dividends paid?")
+    assert not wrong.grounded and wrong.unsupported_names == ["Globex"]
+    assert check("Acme's dividends paid were 3,193.", [CASH_FLOWS], "What did Acme pay?").grounded
+    assert check("Based on the statement, net income was 5,363.", [CASH_FLOWS]).grounded
+    assert check("The answer is: No, net income was 5,363.", [CASH_FLOWS]).grounded
 
 
 class _Looping:
