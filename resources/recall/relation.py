@@ -10,14 +10,10 @@ mode: after every intent's answers, `Ranked.context`).
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
 import threading
 import time
 from collections import Counter
-from pathlib import Path
 
 from h3.ontology.document import Hit
 from h3.ontology.entities import NAME_TYPES, entity_id, normalise_name
@@ -25,6 +21,7 @@ from h3.ontology.relations import RELATIONS_BY_NAME
 from h3.resources.graph.build import MENTIONS
 from h3.resources.recall.intent import detect_relations, query_entities
 from h3.resources.recall.router import Ranked, RecallContext, register_intent
+from h3.resources.recall.saved import cache_file, read_saved, save
 from h3.resources.store.base import DocumentStore, sql_str
 from h3.resources.store.tables import EDGES, ENTITIES
 
@@ -59,52 +56,16 @@ def gazetteer(store: DocumentStore) -> dict[str, list[str]]:
         _CHECKED[key] = time.monotonic()
         if cached and cached[0] == version:
             return cached[1]
-    saved = _saved_path(key, version, ok)
-    names = _read_saved(saved)
+    # kept between processes: reading every entity row took ~0.3 s of each `h3 recall`'s start
+    # on the 39 development filings, the saved names ~0.02 s
+    saved = cache_file("gazetteer", key, version, sorted(ok))
+    names = read_saved(saved)
     if names is None:
         names = _build_gazetteer(store, ok)
-        _save(saved, names)
+        save(saved, names, replaces_others=True)  # one store's earlier versions
     with _LOCK:
         _CACHE[key] = (version, names)
     return names
-
-
-def _saved_path(store_key: str, version: tuple, ok: set[str]) -> Path | None:
-    """Where the gazetteer of this store at this version is kept between processes
-    (`$H3_HOME/cache/gazetteer`): reading every entity row took ~0.3 s of each `h3 recall`'s
-    start on the 39 development filings, the saved names ~0.02 s. None when H3_HOME cannot
-    hold it."""
-    from h3_runtime.home import H3HomeError, under_home
-
-    digest = hashlib.sha256(repr((store_key, version, sorted(ok))).encode()).hexdigest()[:20]
-    try:
-        return under_home("cache", "gazetteer", f"{digest}.json")
-    except (H3HomeError, OSError):
-        return None
-
-
-def _read_saved(path: Path | None) -> dict[str, list[str]] | None:
-    if path is None or not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):  # half-written by a process that died: built again
-        return None
-
-
-def _save(path: Path | None, names: dict[str, list[str]]) -> None:
-    """Writes whole or not at all; a home that cannot be written only loses the speed-up."""
-    if path is None:
-        return
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        for old in path.parent.glob("*.json"):  # one store's earlier versions: never read again
-            old.unlink(missing_ok=True)
-        staged = path.with_name(f"{path.name}.{os.getpid()}.part")
-        staged.write_text(json.dumps(names))
-        staged.replace(path)
-    except OSError:
-        pass
 
 
 def _build_gazetteer(store: DocumentStore, ok: set[str]) -> dict[str, list[str]]:

@@ -20,9 +20,11 @@ A page whose chunks open with every statement's title (the table of contents) is
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from h3.resources.recall.router import RecallContext
+from h3.resources.recall.saved import cache_file, read_saved, save
 from h3.resources.store.base import sql_str
 
 # statement -> (its title, matched on text without spaces in lower case since PDFs split words
@@ -149,10 +151,27 @@ def statement_pages(ctx: RecallContext, doc_id: str) -> dict[str, dict[int, floa
     """statement -> {page: strength} for the pages of `doc_id` that are that statement's; the
     strength (0, 1] is the page's line items relative to the document's fullest page of that
     statement: the statement itself over a summary table that repeats a few of its lines
-    (cached per context)."""
+    (cached per context, and on disk per version of the document: `_saved_pages`)."""
     key = ("_statement_pages", doc_id)
     if key in ctx.cache:
         return ctx.cache[key]
+    saved, version = _saved_pages(ctx), _document_versions(ctx).get(doc_id)
+    entry = saved["documents"].get(doc_id)
+    if entry is not None and version is not None and entry["version"] == version:
+        pages = {s: {int(p): strength for p, strength in found.items()}
+                 for s, found in entry["pages"].items()}
+    else:
+        pages = classify_document(ctx, doc_id)
+        if version is not None:
+            saved["documents"][doc_id] = {"version": version, "pages": pages}
+            save(saved["path"], saved["documents"])
+    ctx.cache[key] = pages
+    return pages
+
+
+def classify_document(ctx: RecallContext, doc_id: str) -> dict[str, dict[int, float]]:
+    """`statement_pages` read from the document's chunks (every page's line items: ~0.1 s for a
+    190-page filing, the most of a cold `h3 recall` that routes to five of them)."""
     texts: dict[int, list[str]] = {}
     for r in ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["page", "text"]):
         texts.setdefault(int(r["page"]), []).append(r["text"] or "")
@@ -160,10 +179,35 @@ def statement_pages(ctx: RecallContext, doc_id: str) -> dict[str, dict[int, floa
     for page, page_texts in texts.items():
         for statement, n in classify_page(page_texts).items():
             counts[statement][page] = n
-    pages = {s: {p: n / max(found.values()) for p, n in found.items()}
-             for s, found in counts.items()}
-    ctx.cache[key] = pages
-    return pages
+    return {s: {p: n / max(found.values()) for p, n in found.items()}
+            for s, found in counts.items()}
+
+
+def _document_versions(ctx: RecallContext) -> dict[str, str]:
+    """doc_id -> its stored version (content hash and time stored) of the ok documents: a
+    re-ingested document's saved pages are never read (one read of the documents table)."""
+    if "_document_versions" not in ctx.cache:
+        rows = ctx.store.rows("documents", "status = 'ok'", ["doc_id", "content_hash", "updated_at"])
+        ctx.cache["_document_versions"] = {
+            r["doc_id"]: f"{r['content_hash']}@{r['updated_at']}" for r in rows}
+    return ctx.cache["_document_versions"]
+
+
+def _saved_pages(ctx: RecallContext) -> dict:
+    """The statement pages saved for this store (resources/recall/saved.py), one file per store
+    and version of these rules: a changed pattern or threshold reads none of the old file."""
+    if "_saved_statement_pages" not in ctx.cache:
+        store_key = str(getattr(ctx.store, "path", id(ctx.store)))
+        path = cache_file("statement_pages", store_key, RULES_VERSION)
+        ctx.cache["_saved_statement_pages"] = {"path": path, "documents": read_saved(path) or {}}
+    return ctx.cache["_saved_statement_pages"]
+
+
+# Everything `classify_page` decides by: the saved pages of other rules are not these.
+RULES_VERSION = hashlib.sha256(repr((
+    [(title.pattern, ask.pattern, metric.pattern) for title, ask, metric in STATEMENTS.values()],
+    [[p.pattern for p in patterns] for patterns in _LINE_ITEMS.values()],
+    MIN_LINE_ITEMS, MIN_LINE_ITEMS_TITLED, TITLE_WINDOW)).encode()).hexdigest()[:16]
 
 
 def boosts(ctx: RecallContext, query: str, doc_ids: list[str] | set[str]

@@ -224,8 +224,14 @@ def statement_rows(ctx: RecallContext, boost: dict[tuple[str, int], float],
         by_doc.setdefault(doc_id, set()).add(page)
     out = []
     for doc_id, pages in by_doc.items():
-        rows, _ = document_chunks(ctx, doc_id)
-        out += [(r, 0.0) for r in rows if int(r["page"]) in pages and r["chunk_id"] not in have]
+        loaded = ctx.cache.get(("_doc_chunks", doc_id))
+        if loaded is not None:
+            rows = [r for r in loaded[0] if int(r["page"]) in pages]
+        else:  # only those pages' rows: a one-off query does not load whole documents (~0.2 s)
+            listed = ", ".join(str(p) for p in sorted(pages))
+            rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)} AND page IN ({listed})",
+                                  COLUMNS)
+        out += [(r, 0.0) for r in rows if r["chunk_id"] not in have]
     return out
 
 

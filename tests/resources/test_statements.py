@@ -58,3 +58,37 @@ def test_statement_pages_are_found_under_split_titles_and_indexes_are_not(tmp_pa
     assert boosts(ctx, "What is Acme's total debt?", ["d1"]) == {("d1", 41): BOOST_METRIC}
     assert boosts(ctx, "per the cash flow statement, capex?", ["d1"]) == {
         ("d1", 42): BOOST_NAMED}
+
+
+def test_statement_pages_are_saved_for_the_next_process_per_version_of_the_document(
+        tmp_path, monkeypatch):
+    """A new process (a new context) reads a document's statement pages from $H3_HOME/cache
+    instead of classifying every page again; a re-ingested document is classified anew."""
+    from h3.resources.recall import statements
+
+    monkeypatch.setenv("H3_HOME", str(tmp_path / "h3"))
+    store = LanceDocumentStore(tmp_path / "db")
+    balance = ["Consolidated Balance Sheets (in millions)",
+               "| Total assets | 9,200 | 8,100 |\n| Total current liabilities | 1,700 | 1,500 |"]
+    store.add("chunks", [{"doc_id": "d1", "chunk_id": f"d1:c{i}", "page": 7, "bbox": [0, 0, 1, 1],
+                          "text": t, "section": "", "kind": "text", "token_count": 10,
+                          "region_ids": [], "vector": [0.0] * 384} for i, t in enumerate(balance)])
+    store.upsert_document({"doc_id": "d1", "source": "/x/d1.pdf", "status": "ok",
+                           "content_hash": "h1", "updated_at": 1.0})
+
+    def context() -> RecallContext:
+        return RecallContext(store=store, ok_doc_ids={"d1"}, doc_sources={"d1": "/x/d1.pdf"},
+                             embed=lambda t: np.zeros((len(t), 384), np.float32))
+
+    first = statements.statement_pages(context(), "d1")
+    assert first["balance_sheet"] == {7: 1.0}
+    (saved,) = (tmp_path / "h3" / "cache" / "statement_pages").glob("*.json")
+    classified = []
+    real = statements.classify_document
+    monkeypatch.setattr(statements, "classify_document",
+                        lambda ctx, doc: classified.append(doc) or real(ctx, doc))
+    assert statements.statement_pages(context(), "d1") == first and classified == []
+    store.upsert_document({"doc_id": "d1", "source": "/x/d1.pdf", "status": "ok",
+                           "content_hash": "h2", "updated_at": 2.0})  # ingested again
+    assert statements.statement_pages(context(), "d1") == first and classified == ["d1"]
+    assert saved.exists() and len(list(saved.parent.glob("*.json"))) == 1
