@@ -224,15 +224,30 @@ def statement_rows(ctx: RecallContext, boost: dict[tuple[str, int], float],
         by_doc.setdefault(doc_id, set()).add(page)
     out = []
     for doc_id, pages in by_doc.items():
-        loaded = ctx.cache.get(("_doc_chunks", doc_id))
-        if loaded is not None:
-            rows = [r for r in loaded[0] if int(r["page"]) in pages]
-        else:  # only those pages' rows: a one-off query does not load whole documents (~0.2 s)
-            listed = ", ".join(str(p) for p in sorted(pages))
-            rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)} AND page IN ({listed})",
-                                  COLUMNS)
-        out += [(r, 0.0) for r in rows if r["chunk_id"] not in have]
+        out += [(r, 0.0) for r in statement_page_rows(ctx, doc_id)
+                if int(r["page"]) in pages and r["chunk_id"] not in have]
     return out
+
+
+def statement_page_rows(ctx: RecallContext, doc_id: str) -> list[dict]:
+    """The chunk rows of a document's statement pages (any statement's), read once per context:
+    only those pages, so a one-off query from the shell does not load whole documents (~0.2 s
+    for five filings), and a long-lived process does not query them again."""
+    from h3.resources.recall.statements import statement_pages
+
+    key = ("_statement_rows", doc_id)
+    if key not in ctx.cache:
+        loaded = ctx.cache.get(("_doc_chunks", doc_id))
+        pages = {p for found in statement_pages(ctx, doc_id).values() for p in found}
+        if loaded is not None:
+            ctx.cache[key] = [r for r in loaded[0] if int(r["page"]) in pages]
+        elif pages:
+            listed = ", ".join(str(p) for p in sorted(pages))
+            ctx.cache[key] = ctx.store.rows(
+                "chunks", f"doc_id = {sql_str(doc_id)} AND page IN ({listed})", COLUMNS)
+        else:
+            ctx.cache[key] = []
+    return ctx.cache[key]
 
 
 PAGE_SUPPORT = 0.3
