@@ -3,7 +3,8 @@ analysis assets all call.
 
 1. Evidence: recalled hits (or, with `doc_id`, every chunk of that document).
 2. Refusal before anything else: a company the store has no document of (recall's note), a weak
-   best match, or evidence that shares no word with the question. The model never runs then.
+   best match, a company the `doc_id` document is not from and never mentions, or evidence that
+   shares no word with the question. The model never runs then.
 3. The extractive answer (extractive.py): quoted sentences and table rows, file, page, box.
 4. The model (optional): its text over the same evidence, kept only if every figure and name it
    states is in that evidence (grounding.py); otherwise the result says which were not.
@@ -12,8 +13,10 @@ analysis assets all call.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from h3.ontology.answer import Answer
@@ -131,6 +134,13 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
         reason = refusal_reason(recalled)
         if reason:
             return Answer(question, "", refused=True, reason=reason, evidence=evidence)
+    if doc_id:
+        texts = [r["text"] for r in (tree.chunks if branch is not None else evidence)]
+        if (name := absent_from_document(question, db, doc_id, texts)) is not None:
+            source = (db.get_document(doc_id) or {}).get("source") or doc_id
+            reason = (f"the question names {name!r}, which {Path(source).name} is not from "
+                      "and never mentions")
+            return Answer(question, "", refused=True, reason=reason, evidence=evidence[:k])
     quotes = extract(question, evidence)
     if not quotes:
         return Answer(question, "", refused=True, reason=NO_WORDS,
@@ -145,6 +155,35 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
         answer.stats["navigation"] = {**navigation_stats(branch, tree),
                                       **answer.stats.get("navigation", {})}
     return answer
+
+
+def absent_from_document(question: str, db: DocumentStore, doc_id: str,
+                         texts: list[str]) -> str | None:
+    """A company the question names that the document (`texts`: its chunks) neither is from
+    (its issuer profile) nor mentions, or None. Without this, `h3 ask --doc` answered "What
+    was Tesla's revenue?" with another company's revenue sentence from the chosen document."""
+    from h3.resources.nlp.issuer import DocumentProfile
+    from h3.resources.recall.companies import IssuerRegistry, fold
+    from h3.resources.recall.documents import alias_in, core_name, unknown_companies
+
+    named = [n for n in unknown_companies(question) if core_name(n)]
+    if not named:
+        return None
+    doc = db.get_document(doc_id) or {}
+    profile = json.loads(doc.get("metadata_json") or "{}").get("profile")
+    registry = IssuerRegistry({doc_id: DocumentProfile.from_json(profile)}) if profile else None
+    text = f" {fold(' '.join(texts))} "
+
+    def known(name: str) -> bool:
+        return ((registry is not None and registry.knows(name))
+                or f" {fold(core_name(name))} " in text)
+
+    for name in named:
+        # "Block's (formerly known as Square)": the name the document uses is given beside it
+        partner = alias_in(question, name)
+        if not known(name) and not (partner and known(partner)):
+            return name
+    return None
 
 
 def _quoted_hits(evidence: list[dict], quotes: list[dict], k: int) -> list[dict]:

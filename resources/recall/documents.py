@@ -84,6 +84,12 @@ def _generic(words: list[str]) -> bool:
                     for w, o in zip(plain, words, strict=True)))
 
 
+def core_name(name: str) -> str:
+    """A candidate name without its generic words ("Newco Holdings Revenue" -> "Newco
+    Holdings"): what a document's text must hold for it to be about that name."""
+    return " ".join(w for w in name.split() if w.strip(".,()'’").lower() not in _GENERIC_WORDS)
+
+
 _CANDIDATE_NAME = re.compile(
     r"(?:\b(?i:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
     r"((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+(?:[A-Z][\w&.-]*|&))*)"
@@ -297,6 +303,16 @@ def aliased(query: str, name: str, other: str) -> bool:
     """Whether the query joins `name` and `other` by an alias phrase, either way round."""
     a, b = re.escape(name), re.escape(other)
     return bool(re.search(f"{a}(?:'s|’s)?{_ALIAS}{b}|{b}(?:'s|’s)?{_ALIAS}{a}", query, re.I))
+
+
+def alias_in(query: str, name: str) -> str | None:
+    """The other name the query gives `name` by an alias phrase, either way round ("Block's
+    (formerly known as Square)" -> "Square"), or None."""
+    other = r"([A-Z][\w&.-]*(?:\s+[A-Z][\w&.-]*)*)"
+    n = re.escape(name)
+    m = (re.search(f"{n}(?:'s|’s)?{_ALIAS}{other}", query)
+         or re.search(f"{other}(?:'s|’s)?{_ALIAS}{n}", query))
+    return m.group(1) if m else None
 
 
 def unknown_companies(query: str, registry: IssuerRegistry | None = None) -> Iterator[str]:

@@ -133,6 +133,28 @@ def test_a_name_opening_the_answer_is_checked_too():
     assert check("The answer is: No, net income was 5,363.", [CASH_FLOWS]).grounded
 
 
+def test_ask_doc_refuses_a_company_the_document_is_not_from_and_never_mentions(tmp_path):
+    """`h3 ask --doc`: a question about another company is not answered from this document's
+    sentences; its own company, named or not, still is."""
+    from h3.resources.answers.ask import ask
+    from h3.resources.store.lance import LanceDocumentStore
+
+    db = LanceDocumentStore(tmp_path / "db")
+    db.upsert_document({"doc_id": "d1", "source": "/in/newco.pdf", "status": "ok", "pages": 1,
+                        "metadata_json": "{}"})
+    db.add("chunks", [{"doc_id": "d1", "chunk_id": "d1:c0", "page": 1, "bbox": [1, 2, 3, 4],
+                       "text": "Newco Holdings Ltd reported revenue of 12 million in 2024.",
+                       "section": "", "kind": "text", "token_count": 12, "region_ids": [],
+                       "vector": [0.0] * 383 + [1.0]}])
+    other = ask("What was Tesla's revenue in 2024?", db, doc_id="d1", navigate=False)
+    assert other.refused and "'Tesla'" in other.reason and "newco.pdf" in other.reason
+    for q in ("What was Newco's revenue in 2024?", "What was the Company's revenue in 2024?",
+              "What was revenue in 2024?",
+              "What was Oldco's (formerly known as Newco) revenue in 2024?"):
+        answer = ask(q, db, doc_id="d1", navigate=False)
+        assert not answer.refused and "12 million" in answer.text, q
+
+
 class _Looping:
     """A 'model' whose logits always favour token (last + 1) % 3: greedy output loops 0 1 2 0 1 2."""
 
