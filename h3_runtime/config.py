@@ -115,6 +115,9 @@ class SchedulerConfig(Section):
     warm_watermark: float = Field(0.5, ge=0, le=1)
     # the corpus cache's relevance term: a block's best cosine with the last this-many questions
     relevance_window: int = Field(10, gt=0)
+    # the corpus cache: of the warm blocks a question did not read, the coolest this share may
+    # be dropped for a prefetch (0: a prefetch only fills free room)
+    corpus_replaceable_share: float = Field(0.5, ge=0, le=1)
 
     @model_validator(mode="after")
     def _ordered(self) -> SchedulerConfig:

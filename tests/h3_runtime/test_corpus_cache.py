@@ -140,16 +140,18 @@ def test_key_scheduler_ahaz_alpha_decays_frequency():
     assert "b0" not in _frequency_vs_recency(0.1)  # decayed to nothing
 
 
-def test_key_scheduler_hbm_threshold_bars_hot_copies():
-    def hot(threshold: float) -> int:
-        c = cache("ahas", hot_blocks=4, scheduler=SchedulerConfig(
-            hbm_threshold=threshold, hbf_threshold=min(threshold, 0.3),
-            cold_threshold=min(threshold, 0.05)))
-        ask(c, "b0")
-        ask(c, "b0", "b5")  # b0 the most read: heat 1 with relevance_weight's share left out
-        return len(c.hot)
+def test_ahas_makes_the_latest_questions_blocks_hot_first():
+    """Hot holds one block: the one the latest question read, not the most read one (heat
+    ranks the rest; with the rule off, heat alone: the most read block)."""
+    def hot(off: tuple[str, ...] = ()) -> set[str]:
+        c = CorpusKVCache(Blocks(), make_policy("ahas", off=off), hot_bytes=MB, warm_bytes=4 * MB)
+        for i in range(4):
+            c.describe(f"b{i}", nbytes=MB, group="doc", order=10 * i)  # no reading on: no prefetch
+        for keys in (("b0",), ("b0",), ("b0",), ("b2",)):
+            ask(c, *keys)
+        return set(c.hot)
 
-    assert hot(0.0) == 2 and hot(0.95) == 0
+    assert hot() == {"b2"} and hot(off=("latest_hot",)) == {"b0"}
 
 
 def _drift(scheduler: SchedulerConfig, hbf: HbfConfig | None = None) -> CorpusKVCache:
@@ -164,9 +166,9 @@ def _drift(scheduler: SchedulerConfig, hbf: HbfConfig | None = None) -> CorpusKV
     return c
 
 
-def test_key_scheduler_cold_threshold_lets_prefetches_replace_irrelevant_blocks():
-    assert _drift(SchedulerConfig(cold_threshold=0.05)).counters.prefetched >= 1
-    assert _drift(SchedulerConfig(cold_threshold=0.0)).counters.prefetched == 0  # warm full
+def test_key_scheduler_corpus_replaceable_share_lets_prefetches_replace_cool_blocks():
+    assert _drift(SchedulerConfig(corpus_replaceable_share=0.5)).counters.prefetched >= 1
+    assert _drift(SchedulerConfig(corpus_replaceable_share=0.0)).counters.prefetched == 0  # full
 
 
 def test_key_hbf_prefetch_window_sets_how_many_blocks_a_question_prefetches():
@@ -180,8 +182,9 @@ def test_key_hbf_prefetch_window_sets_how_many_blocks_a_question_prefetches():
 
 
 def test_key_hbf_corpus_prefetch_similarity_bars_jump_prefetches():
-    near = _drift(SchedulerConfig(), HbfConfig(corpus_prefetch_similarity=0.5))
-    far = _drift(SchedulerConfig(), HbfConfig(corpus_prefetch_similarity=0.999))
+    roomy = SchedulerConfig(corpus_replaceable_share=1.0)  # both topic-A blocks replaceable
+    near = _drift(roomy, HbfConfig(corpus_prefetch_similarity=0.5))
+    far = _drift(roomy, HbfConfig(corpus_prefetch_similarity=0.999))
     assert (near.counters.prefetched, far.counters.prefetched) == (2, 1)
 
 
