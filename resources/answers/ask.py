@@ -68,10 +68,26 @@ def notes_of(result: dict) -> list[str]:
 
 def refusal_reason(recalled: dict) -> str | None:
     """Why recalled evidence cannot answer its question, or None: a company no stored document
-    is from (recall's note), or a best hit scoring below WEAK_SCORE."""
-    absent = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
-    if absent:
-        return absent[0]
+    is from (recall's note, or its routing's `absent` names) that the evidence never mentions,
+    a name the corpus mentions (routing's `mentioned`: a segment, product or counterparty) that
+    no recalled hit mentions, or a best hit scoring below WEAK_SCORE. A name the evidence
+    mentions is not called absent: "What does Table 1 show about HPO?" was refused as "no
+    document is from 'HPO'" over a stored paper about HPO."""
+    from h3.resources.recall.mentions import mentions
+
+    routing = recalled.get("routing") or {}
+    texts = [h.get("text") or "" for h in recalled["hits"]]
+
+    def unmentioned(names: list[str]) -> list[str]:
+        return [n for n in names if not any(mentions(t, n) for t in texts)]
+
+    absent_notes = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
+    # a result without routing names (an older caller's) refuses on its note as before
+    if absent_notes and ("absent" not in routing or unmentioned(routing["absent"])):
+        return absent_notes[0]
+    if missing := unmentioned(routing.get("mentioned") or []):
+        return (f"the question names {missing[0]!r}: no stored document is from it, and the "
+                "recalled evidence never mentions it")
     if not recalled["hits"]:
         return "nothing recalled (is the store empty? run `h3 index-build`)"
     return weak_match(recalled["hits"])

@@ -141,6 +141,11 @@ class Routing:
     by: str = "all"
     note: str | None = None
     named: list[str] = field(default_factory=list)  # the company forms the query used
+    # names the query uses that no document is from: `absent` the corpus never mentions,
+    # `mentioned` it does (a segment, product or counterparty: mentions.py); `h3 ask` answers
+    # a question naming one only from evidence that mentions it
+    absent: list[str] = field(default_factory=list)
+    mentioned: list[str] = field(default_factory=list)
 
 
 def _is_current(profile_json: dict | None) -> bool:
@@ -409,34 +414,65 @@ def route(ctx: RecallContext, query: str) -> Routing:
             _add_recency(scores, profiles)  # what holds now ("who is the CFO")
         by = "company+period" if (years or quarters) and any(
             period_match(profiles[d], years, quarters) > 0 for d in scores) else "company"
+        forms_named = [m.form for m in matches]
+        absent, mentioned = _unknown_names(ctx, query, registry, forms_named)
         result = Routing(_best_first(scores), scores, by,
-                         named=sorted({m.form for m in chosen}), note=_absent_beside(
-                             query, registry, [m.form for m in matches]))
+                         named=sorted({m.form for m in chosen}),
+                         note=_absent_beside(query, registry, forms_named, absent, mentioned),
+                         absent=absent, mentioned=mentioned)
     else:
         scores = {d: PERIOD_ONLY_SHARE * document_prior(p, 0.0, years, quarters, forms)
                   for d, p in profiles.items() if d in ctx.ok_doc_ids}
         scores = {d: s for d, s in scores.items() if s > 0}
+        absent, mentioned = _unknown_names(ctx, query, registry, [])
         note = None
-        if (name := unknown_company(query, registry)) is not None:
-            note = f"{ABSENT_COMPANY_NOTE} {name!r}: answered from all documents"
+        if absent:
+            note = f"{ABSENT_COMPANY_NOTE} {absent[0]!r}: answered from all documents"
+        elif mentioned:
+            note = _mentioned_note(mentioned[0], "all documents")
         result = Routing(_best_first(scores) or None, scores, "period" if scores else "all",
-                         note)
+                         note, absent=absent, mentioned=mentioned)
     ctx.cache[cache_key] = result
     return result
 
 
-def _absent_beside(query: str, registry: IssuerRegistry, forms: list[str]) -> str | None:
-    """The absent-company note for a query that names a stored company and also one the corpus
-    lacks ("Tesla's margin compared to Acme's"): the answer would be about the wrong company.
-    A name the question itself gives as the stored one's other name ("X (formerly known as
-    Acme)") is no other company: a note says so, and the stored one's documents answer."""
+def _unknown_names(ctx: RecallContext, query: str, registry: IssuerRegistry,
+                   forms: list[str]) -> tuple[list[str], list[str]]:
+    """The names the query uses that no stored document is from (unknown_companies), split
+    into (absent: the corpus never mentions them, mentioned: a chunk does, mentions.py). A name
+    the question gives as another name of a stored company it names (`forms`: "X (formerly
+    known as Acme)") is neither: it is that company."""
+    from h3.resources.recall.mentions import corpus_mentions
+
+    absent, mentioned = [], []
+    for name in unknown_companies(query, registry):
+        if any(aliased(query, name, f) for f in forms):
+            continue
+        (mentioned if corpus_mentions(ctx, name) else absent).append(name)
+    return absent, mentioned
+
+
+def _mentioned_note(name: str, answered_from: str) -> str:
+    # not ABSENT_COMPANY_NOTE's words: `h3 ask` refuses on those
+    return (f"no stored document is from {name!r}, but the corpus mentions it: answered from "
+            f"{answered_from}")
+
+
+def _absent_beside(query: str, registry: IssuerRegistry, forms: list[str], absent: list[str],
+                   mentioned: list[str]) -> str | None:
+    """The note for a query that names a stored company (`forms`) and also another name: one
+    the corpus lacks ("Tesla's margin compared to Acme's": the answer would be about the wrong
+    company), one it only mentions (a segment, a counterparty), or one the question itself gives
+    as the stored one's other name ("X (formerly known as Acme)"), which is no other company."""
+    if absent:
+        return f"{ABSENT_COMPANY_NOTE} {absent[0]!r}: the question also names {forms[0]!r}"
+    if mentioned:
+        return _mentioned_note(mentioned[0], f"the documents of {forms[0]!r} and the others")
     for name in unknown_companies(query, registry):
         alias_of = next((f for f in forms if aliased(query, name, f)), None)
-        if alias_of is None:
-            return f"{ABSENT_COMPANY_NOTE} {name!r}: the question also names {forms[0]!r}"
-        # not ABSENT_COMPANY_NOTE's words: `h3 ask` refuses on those
-        return (f"answered from the documents of {alias_of!r}: the question gives it as the "
-                f"other name of {name!r}, and no document is from {name!r} by that name")
+        if alias_of is not None:
+            return (f"answered from the documents of {alias_of!r}: the question gives it as the "
+                    f"other name of {name!r}, and no document is from {name!r} by that name")
     return None
 
 

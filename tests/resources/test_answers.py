@@ -225,3 +225,28 @@ def test_the_model_reads_the_quoted_hits_first_within_its_budget():
     assert [h["page"] for h in model_evidence(hits, quotes, words, 9)] == [3, 1]
     assert [h["page"] for h in model_evidence(hits, quotes, words, 7)] == [3, 2]  # 1 is too long
     assert [h["page"] for h in model_evidence(hits, [], words, 1)] == [1]  # never none
+
+
+def test_whole_store_ask_refuses_only_names_its_evidence_never_mentions():
+    """A name no document is from refuses `h3 ask` unless the recalled evidence mentions it (a
+    segment, a product, a counterparty, an acronym a paper studies)."""
+    from h3.resources.answers.ask import refusal_reason
+    from h3.resources.recall.documents import ABSENT_COMPANY_NOTE
+
+    about = hit("Table 1: HPO results on OTSL. Bayesian HPO reaches 0.91 accuracy.", 4, 0.9)
+    other = hit("Revenue grew 3.5% to $32.8 billion.", 7, 0.9)
+    note = f"{ABSENT_COMPANY_NOTE} 'HPO': answered from all documents"
+    mentioned = {"hits": [about], "note": "no stored document is from 'HPO', but the corpus "
+                 "mentions it", "routing": {"mentioned": ["HPO"]}}
+    assert refusal_reason(mentioned) is None
+    # called absent (the corpus search missed it) but the evidence mentions it: answered
+    assert refusal_reason({"hits": [about], "note": note, "routing": {"absent": ["HPO"]}}) is None
+    # evidence that never mentions the name: refused, with the reason
+    assert refusal_reason({"hits": [other], "note": note,
+                           "routing": {"absent": ["HPO"]}}) == note
+    reason = refusal_reason({**mentioned, "hits": [other]})
+    assert reason is not None and "'HPO'" in reason and "never mentions" in reason
+    # a lower-case word is no mention of an acronym; a result without routing names refuses
+    lower = hit("hpo and otsl in lower case", 4, 0.9)
+    assert refusal_reason({"hits": [lower], "note": note, "routing": {"absent": ["HPO"]}}) == note
+    assert refusal_reason({"hits": [about], "note": note}) == note

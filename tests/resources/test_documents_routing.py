@@ -255,3 +255,39 @@ def test_a_stored_company_is_never_called_absent_however_it_is_typed(tmp_path):
         assert r.note is None and r.by.startswith("company"), query
     # imperatives and finance words that open a sentence are not names either
     assert route(ctx, "Give the FY2024 EBITDA. Using GAAP figures only.").note is None
+
+
+def _with_chunks(ctx: RecallContext, texts: dict[str, str]) -> RecallContext:
+    """The context's store with one chunk per document (doc_id -> text), full-text indexed."""
+    ctx.store.add("chunks", [{"doc_id": d, "chunk_id": f"{d}:c0", "page": 3, "bbox": [1, 2, 3, 4],
+                              "text": t, "section": "", "kind": "text", "token_count": 20,
+                              "region_ids": [], "vector": [0.0] * 383 + [1.0]}
+                             for d, t in texts.items()])
+    ctx.store.ensure_indexes("chunks")
+    return ctx
+
+
+def test_a_name_the_corpus_mentions_is_not_called_absent(tmp_path):
+    """An acronym, product or counterparty a stored document mentions is no absent company:
+    "What does Table 1 show about HPO in OTSL?" was refused as "no document is from 'HPO'"."""
+    ctx = _with_chunks(_context(tmp_path), {
+        "d1": "Table 1 compares HPO methods: random search and Bayesian HPO on OTSL tasks.",
+        "d2": "Northwind Trading completed the acquisition of Afterpay Limited in 2024."})
+    r = route(ctx, "What does Table 1 show about HPO in OTSL?")
+    assert r.mentioned == ["HPO"] and r.absent == []
+    assert r.note is not None and not r.note.startswith(ABSENT_COMPANY_NOTE)
+    beside = route(ctx, "What did Northwind Trading pay for Afterpay in FY2024?")
+    assert beside.doc_ids == ["d2", "d1"] and beside.mentioned == ["Afterpay"]
+    assert not beside.note.startswith(ABSENT_COMPANY_NOTE)
+    # a company the corpus never mentions is still absent, with the reason; so is an acronym
+    # the text holds only in lower case ("hpo" is no mention of "HPQ" nor "hpo" of "HPO")
+    absent = route(ctx, "What is the operating margin of Contoso Pharmaceuticals?")
+    assert absent.absent == ["Contoso Pharmaceuticals"] and absent.note.startswith(
+        ABSENT_COMPANY_NOTE)
+    assert route(ctx, "What was the revenue of HPQ in 2023?").note.startswith(
+        ABSENT_COMPANY_NOTE)
+    # the result says which is which, for `h3 ask`
+    from h3.resources.recall.router import recall
+
+    out = recall(ctx.store, ["What does Table 1 show about HPO in OTSL?"], k=3, ctx=ctx)[0]
+    assert out["routing"]["mentioned"] == ["HPO"] and "absent" not in out["routing"]
