@@ -51,7 +51,11 @@ _NOT_COMPANY = re.compile(r"^(?:FY\d*|Q[1-4]|H[12]|USD|EUR|GBP|JPY|CNY|GAAP|IFRS
                           r"CEO|CFO|COO|CTO|CAPEX|COGS|OPEX|SG&A|R&D|PP&E|ROA|ROE|ROIC|YoY|QoQ|"
                           r"TTM|LTM|FCF|What|Who|How|Which|When|Where|Why|Is|Are|"
                           r"Does|Do|Did|Has|Have|Was|Were|Can|Could|Should|Would|Will|The|A|An|"
-                          r"In|On|Of|For|If|We|Our|I|It|Its|This|That|These|Those)$")
+                          r"In|On|Of|For|If|We|Our|I|It|Its|This|That|These|Those|"
+                          # a date's words ("as of June 30, 2023", "for March 2023")
+                          r"January|February|March|April|May|June|July|August|September|"
+                          r"October|November|December|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|"
+                          r"Nov|Dec|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)$")
 # Words a question capitalises that are no company on their own: a filing's parts ("Item 7",
 # "Note 12", "Table 3"), the filer's name for itself ("the Company's revenue", "the Group's
 # debt") and statement line items ("Net Income", "Total Assets"). A candidate made only of
@@ -90,10 +94,12 @@ def core_name(name: str) -> str:
     return " ".join(w for w in name.split() if w.strip(".,()'’").lower() not in _GENERIC_WORDS)
 
 
+# A name begins a word: a capital inside one ("eBay's", "iPhone's") is no name of its own (it
+# read as the absent company 'Bay', and `h3 ask` refused every question about eBay).
 _CANDIDATE_NAME = re.compile(
     r"(?:\b(?i:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
     r"((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+(?:[A-Z][\w&.-]*|&))*)"
-    r"|((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+[A-Z][\w&.-]*)*)(?:'s|’s)\b")
+    r"|(?<![\w&.'’-])((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+[A-Z][\w&.-]*)*)(?:'s|’s)\b")
 
 
 # How much a document's prior adds to a chunk's rerank score (which lies in about [0, 1]): a

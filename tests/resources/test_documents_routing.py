@@ -291,3 +291,14 @@ def test_a_name_the_corpus_mentions_is_not_called_absent(tmp_path):
 
     out = recall(ctx.store, ["What does Table 1 show about HPO in OTSL?"], k=3, ctx=ctx)[0]
     assert out["routing"]["mentioned"] == ["HPO"] and "absent" not in out["routing"]
+
+
+def test_a_capital_inside_a_word_or_a_date_is_no_company():
+    """"eBay's GMV" read as the absent company 'Bay' and "as of June 30, 2023" as 'June':
+    `h3 ask` refused both (a name begins a word; a month or weekday is a date's word)."""
+    for q in ("What was eBay's GMV in Q1 2023?", "What were iPhone's net sales in 2023?",
+              "How much cash was there as of June 30, 2023?", "What was revenue for March 2023?",
+              "What did the board approve on Monday, May 1?"):
+        assert unknown_company(q) is None, q
+    assert unknown_company("What was Contoso's cash as of June 30, 2023?") == "Contoso"
+    assert unknown_company("What was the revenue of Contoso for June 2023?") == "Contoso"
