@@ -30,7 +30,9 @@ class HbfSettings(HbfConfig):
 
     compression_pca_dim: int = Field(  # PCA dims for token vectors
         128, ge=MIN_PCA_DIM, description="fewer dimensions lose too much of the token space")
-    ann_index_type: Literal["IVF_PQ", "HNSW"] = "IVF_PQ"
+    # IVF_SQ: 8-bit codes (384 B a chunk), at 1M chunks 0.99 agreement with exact search where
+    # IVF_PQ's 48 B codes kept 0.83, and a 2x faster build (`h3 bench --scenario scale`)
+    ann_index_type: Literal["IVF_SQ", "IVF_PQ", "HNSW"] = "IVF_SQ"
 
 
 class ColdStorageSettings(Section):

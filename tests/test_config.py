@@ -21,7 +21,7 @@ def test_repository_config_loads_with_seed_values():
     assert cfg.scheduler.hbf_threshold == 0.3
     assert cfg.hbf.prefetch_window == 2
     assert settings.hbf.compression_pca_dim >= 128
-    assert settings.hbf.ann_index_type in ("IVF_PQ", "HNSW")
+    assert settings.hbf.ann_index_type in ("IVF_SQ", "IVF_PQ", "HNSW")
     assert settings.cold_storage.ocr_enabled and settings.cold_storage.knowledge_graph_enabled
 
 
@@ -123,7 +123,7 @@ def test_the_shipped_file_says_what_the_code_defaults_are():
         # out of range
         ("scheduler:\n  ahaz_alpha: 1.5\n", "scheduler.ahaz_alpha: must be <= 1.0 (got 1.5)"),
         ("hbf:\n  ann_index_type: FOO\n",
-         "hbf.ann_index_type: must be one of IVF_PQ, HNSW (got 'FOO')"),
+         "hbf.ann_index_type: must be one of IVF_SQ, IVF_PQ, HNSW (got 'FOO')"),
     ],
 )
 def test_schema_errors_name_the_key_the_reason_and_the_value(tmp_path, yaml_text, expected):

@@ -15,7 +15,7 @@ Per size, with the product's own code (LanceDocumentStore, `ensure_indexes`, `re
   resident memory growth from opening the store to the end of the warm queries;
 - recall latency p50/p95 (ms), text and auto modes, warm (one pass first, timed second pass);
 - agreement of the ANN's top 10 with exact search (numpy, cosine) for every question's vector.
-IVF_PQ and HNSW (`hbf.ann_index_type`) side by side on the same table, and at the middle size
+IVF_SQ, IVF_PQ and HNSW (`hbf.ann_index_type`) side by side on the same table, and at the middle size
 IVF_PQ with Lance's own parameters as well ("IVF_PQ_lance_defaults": the store before the
 parameters were set per table size). Below `ANN_MIN_ROWS` the product searches exactly (no ANN).
 Questions: the development set's questions, reported per half (tune / check) and all.
@@ -47,6 +47,7 @@ K = 10
 SEED = 0
 COPIED_ONCE = ("regions", "structures", "entities", "edges")
 WRITE_BATCH = 200_000  # rows per Lance append (one fragment each)
+ANN_VARIANTS = ("IVF_SQ", "IVF_PQ", "HNSW")  # hbf.ann_index_type's choices
 
 
 class _FullTextFirst(LanceDocumentStore):
@@ -198,7 +199,7 @@ def measure_size(tables: dict, n: int, path: Path, questions: list[dict], split:
     exact = exact_top_k(vectors, qvecs, K)
     del vectors
     positions = chunk_positions(store)
-    variants = (["IVF_PQ", "HNSW"] if n >= ANN_MIN_ROWS else ["exact"])
+    variants = (list(ANN_VARIANTS) if n >= ANN_MIN_ROWS else ["exact"])
     if before:
         variants = ["IVF_PQ_lance_defaults", *variants]
     for variant in variants:
@@ -331,7 +332,7 @@ def _mean(values: list[float]) -> float | None:
 def targets(row: dict) -> dict:
     """The issue's targets at 1M chunks, per ANN kind."""
     out = {}
-    for variant in ("IVF_PQ", "HNSW"):
+    for variant in ANN_VARIANTS:
         r = row.get(variant)
         if r:
             out[variant] = {"text_p50_ms<=100": r["text_ms"]["all"]["p50"] <= 100,

@@ -2,8 +2,8 @@
 
 A document's vector is [mean of its chunk summaries ; element-wise max of them] (512 + 512),
 L2-normalised: the mean says what the document is mostly about, the max keeps a strong minority
-topic visible. The index is IVF_PQ (`hbf.ann_index_type: IVF_PQ`, the default) or HNSW, and
-exact inner-product search when the corpus is too small to train IVF_PQ's quantisers.
+topic visible. The index follows `hbf.ann_index_type`: IVF_SQ (8-bit scalar codes), IVF_PQ or
+HNSW, and exact inner-product search when the corpus is too small to train an IVF's lists.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def query_vector(summary: np.ndarray) -> np.ndarray:
 
 @dataclass
 class IndexReport:
-    kind: str  # IVF_PQ | HNSW | exact
+    kind: str  # IVF_SQ | IVF_PQ | HNSW | exact
     requested: str
     n_vectors: int
     bytes: int
@@ -46,7 +46,7 @@ class IndexReport:
     note: str = ""
 
 
-def build_index(vectors: np.ndarray, requested: str = "IVF_PQ", seed: int = 0):
+def build_index(vectors: np.ndarray, requested: str = "IVF_SQ", seed: int = 0):
     """(N, 1024) unit float32 -> (faiss index over inner product, kind used, note)."""
     import faiss
 
@@ -59,18 +59,24 @@ def build_index(vectors: np.ndarray, requested: str = "IVF_PQ", seed: int = 0):
     if n < MIN_TRAIN_IVF_PQ:
         index = faiss.IndexFlatIP(d)
         index.add(vectors)
-        return index, "exact", (f"{n} documents < {MIN_TRAIN_IVF_PQ} needed to train IVF_PQ: "
+        return index, "exact", (f"{n} documents < {MIN_TRAIN_IVF_PQ} needed to train {requested}: "
                                 f"exact search (a flat scan of {n} vectors is sub-millisecond)")
     nlist = max(1, min(int(np.sqrt(n)), n // 39))
     quantizer = faiss.IndexFlatIP(d)
-    index = faiss.IndexIVFPQ(quantizer, d, nlist, PQ_SUBQUANTIZERS, PQ_BITS,
-                             faiss.METRIC_INNER_PRODUCT)
+    if requested == "IVF_SQ":
+        index = faiss.IndexIVFScalarQuantizer(quantizer, d, nlist, faiss.ScalarQuantizer.QT_8bit,
+                                              faiss.METRIC_INNER_PRODUCT)
+        note = f"nlist={nlist}, 8-bit codes"
+    else:
+        index = faiss.IndexIVFPQ(quantizer, d, nlist, PQ_SUBQUANTIZERS, PQ_BITS,
+                                 faiss.METRIC_INNER_PRODUCT)
+        index.pq.cp.seed = seed
+        note = f"nlist={nlist}, m={PQ_SUBQUANTIZERS}"
     index.cp.seed = seed
-    index.pq.cp.seed = seed
     index.train(vectors)
     index.add(vectors)
     index.nprobe = min(nlist, 8)
-    return index, "IVF_PQ", f"nlist={nlist}, nprobe={index.nprobe}, m={PQ_SUBQUANTIZERS}"
+    return index, requested if requested == "IVF_SQ" else "IVF_PQ", f"{note}, nprobe={index.nprobe}"
 
 
 def measure(index, vectors: np.ndarray, kind: str, requested: str, build_seconds: float,

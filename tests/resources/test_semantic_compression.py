@@ -97,7 +97,8 @@ def test_document_vector_is_1024d_unit():
 
 
 @pytest.mark.parametrize("n,requested,kind", [(50, "IVF_PQ", "exact"), (50, "HNSW", "HNSW"),
-                                              (1200, "IVF_PQ", "IVF_PQ")])
+                                              (1200, "IVF_PQ", "IVF_PQ"),
+                                              (1200, "IVF_SQ", "IVF_SQ")])
 def test_index_kind_follows_config_and_corpus_size(n, requested, kind):
     vectors = unit_rows(n)
     index, used, _ = build_index(vectors, requested)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from h3.resources.store import TABLES, LanceDocumentStore, TableSpec
 from h3.resources.store.tables import EMBEDDING_DIM
@@ -63,17 +64,20 @@ def test_quotes_in_values_are_escaped(tmp_path):
     assert store.rows("documents", f"source = {sql_str(chr(105) + chr(116) + chr(39) + 's.pdf')}")
 
 
-def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch):
+@pytest.mark.parametrize("kind", ["IVF_PQ", "IVF_SQ"])
+def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch, kind):
     import h3.resources.store.lance as lance
 
     monkeypatch.setattr(lance, "ANN_MIN_ROWS", 600)  # the real threshold is 20,000 rows
-    store = LanceDocumentStore(tmp_path / "db")
+    store = LanceDocumentStore(tmp_path / "db", kind)
     rng = np.random.default_rng(0)
     vecs = rng.standard_normal((600, EMBEDDING_DIM)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     store.add("chunks", [_chunk("d", i, f"row {i}", v) for i, v in enumerate(vecs)])
     done = store.ensure_indexes("chunks")
-    assert done == {"fts_text": "fts created", "vector": "ann IVF_PQ created"}
+    assert done == {"fts_text": "fts created", "vector": f"ann {kind} created"}
+    kinds = {ix.index_type.replace("_", "").upper() for ix in store.table("chunks").list_indices()}
+    assert kinds == {"FTS", kind.replace("_", "")}  # Lance names them IvfPq, IvfSq
     hits = store.vector_search("chunks", vecs[7], 10)
     assert "d:c7" in {h["chunk_id"] for h in hits}  # approximate, but finds itself
     assert store.ensure_indexes("chunks") == {}  # nothing to redo
