@@ -12,7 +12,10 @@ figure when the question asks for one, for naming a year the question names, and
 row - for a line item that reports the metric the question names in other words (a question
 about "capital expenditure" and the row "Purchases of property and equipment": METRIC_NAMES,
 the usual names of financial-statement line items). A table row also matches the words of its
-table's title. The hit's own recall rank breaks near ties.
+table's title, at half weight (the title is every row's). A question asking for a figure (a
+metric, an amount) scores a candidate without one (a headline; a date is no figure) at half.
+An all-capital word of the question also matches the words it abbreviates ("CEO", "Chief
+Executive Officer"). The hit's own recall rank breaks near ties.
 """
 
 from __future__ import annotations
@@ -32,6 +35,14 @@ YEAR_BONUS = 0.10  # a year the question names
 RANK_BONUS = 0.2  # the first recalled hit (recall ranks the evidence page first most often); later ones less, linearly
 MAX_LABEL_CHARS = 120  # a statement line item's label is no longer than this
 LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in other words
+# A table row's title words (its `context`) weigh this share of a word the row itself holds: the
+# title is every row's, so it says which table, not which row ("Costco Reports First Quarter
+# Fiscal Year 2023 Operating Results" made each comparable-sales row outrank the net sales
+# sentence of "What were Costco's net sales for the first quarter of fiscal 2023?")
+CONTEXT_SHARE = 0.5
+# A question that asks for a figure: a candidate holding none (a press release's headline that
+# repeats the question's words) keeps this share of its score
+NO_FIGURE_SHARE = 0.5
 
 # The names financial statements give one metric (US GAAP and IFRS wording): a question uses one,
 # the row that reports it another. Lower case; a name matches at word starts.
@@ -62,10 +73,17 @@ _METRICS = [re.compile("|".join(r"(?<![a-z])" + re.escape(n) for n in group))
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"“(\[$])|\n+")
 _FIGURE = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")  # FY2018 too
+# what is no reported figure though it holds digits: a date ("July 31, 2023"), a period or part
+# label ("Q1", "FY24", "Item 7"); a headline's "ended July 31, 2023" read as the figure asked for
+_NOT_FIGURE = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}\b(?:,?\s*\d{4})?"
+    r"|\b(?:item|note|part|section|table|page)\s+\d+[a-z]?\b|(?<=[a-z])\d+", re.I)
 # what asks for a figure: "how much/many", a unit, a ratio, a change (English, not one corpus's)
 _ASKS_FIGURE = re.compile(
     r"\bhow (?:much|many)\b|\b(?:amount|total|number|ratio|margin|rate|percent(?:age)?|share|"
-    r"growth|change|increase|decrease|average|million|billion|thousand|value|cost|price)s?\b|%|\$",
+    r"growth|change|increase|decrease|average|million|billion|thousand|value|cost|price|"
+    # the metrics a filing reports as figures
+    r"revenue|sale|income|earning|profit|eps|fee|dividend|expense|guidance)s?\b|%|\$",
     re.I)
 
 
@@ -86,7 +104,9 @@ def table_title(text: str) -> str:
 
 # a cell or line that is only a figure, or a unit glued to one: "$", "5,363", "(1,577)", "14.8 %",
 # "—" (a nil figure); a statement laid out one cell a line is a label line followed by these
-_FIGURE_CELL = re.compile(r"\(?\$?\s*\(?-?\d[\d,]*(?:\.\d+)?\)?\s*%?\)?|[$%)(]|[—–-]{1,2}")
+# (a scale word may follow the figure: an earnings release's summary lists "$3.7 billion")
+_FIGURE_CELL = re.compile(r"\(?\$?\s*\(?-?\d[\d,]*(?:\.\d+)?(?:\s*(?i:million|billion|thousand|trillion))?"
+                          r"\)?\s*%?\)?|[$%)(]|[—–-]{1,2}")
 _YEARS_CELL = re.compile(r"(?:(?:fy|fiscal|year|december|june|september|march)[^\d]{0,12})?"
                          r"(?:19|20)\d\d", re.I)
 
@@ -235,11 +255,27 @@ def _same_word(a: str, b: str) -> bool:
     return len(os.path.commonprefix([a, b])) >= min(6, len(a), len(b))
 
 
-def _matched(wanted: dict[str, set[str]], text: str) -> set[str]:
-    """The question's stems (`wanted`, from word_stems) that `text` holds as the same word."""
+def _matched(wanted: dict[str, set[str]], text: str,
+             spelled: dict[str, re.Pattern] | None = None) -> set[str]:
+    """The question's stems (`wanted`, from word_stems) that `text` holds as the same word, or
+    (`spelled`: acronym_forms) as the words an acronym of the question stands for."""
     have = word_stems(text)
     return {t for t, words in wanted.items()
-            if t in have and any(_same_word(a, b) for a in words for b in have[t])}
+            if t in have and any(_same_word(a, b) for a in words for b in have[t])} | {
+        t for t, form in (spelled or {}).items() if form.search(text)}
+
+
+def acronym_forms(question: str) -> dict[str, re.Pattern]:
+    """The question's all-capital words of 2-5 letters, each as the capitalised words it may
+    stand for (stem -> pattern): "CEO" finds "Chief Executive Officer", "GMV" "Gross
+    Merchandise Volume" (a filing spells out what a question abbreviates; "and", "of", "&" may
+    sit between the words)."""
+    out = {}
+    for word in set(re.findall(r"\b[A-Z]{2,5}\b", question)):
+        joiner = r"[\w'’-]*\s+(?:(?:and|of|for|&)\s+)?"
+        out[stems(word).pop() if stems(word) else word.lower()] = re.compile(
+            r"\b" + joiner.join(word) + r"[\w'’-]*")
+    return out
 
 
 def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, Candidate]]:
@@ -248,28 +284,34 @@ def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, 
     wanted = set(wanted_words)
     if not pool or not wanted:
         return []
-    have = [_matched(wanted_words, c.text) | _matched(wanted_words, c.context) for c in pool]
+    spelled = acronym_forms(question)
+    own = [_matched(wanted_words, c.text, spelled) for c in pool]
+    titled = [_matched(wanted_words, c.context, spelled) - o
+              for c, o in zip(pool, own, strict=True)]
+    have = [o | t for o, t in zip(own, titled, strict=True)]
     df = {t: sum(t in h for h in have) for t in wanted}
     idf = {t: math.log(1 + len(pool) / (1 + n)) for t, n in df.items()}
     total = sum(idf.values())  # words no candidate has weigh most: a share of 1 holds them all
     years = set(_YEAR.findall(question))
-    asks_figure = bool(_ASKS_FIGURE.search(question))
     metrics = [m for m in _METRICS if m.search(question.lower())]
+    asks_figure = bool(_ASKS_FIGURE.search(question)) or bool(metrics)
     last = max(c.rank for c in pool) or 1
     scored = []
-    for cand, h in zip(pool, have, strict=True):
-        words = sum(idf[t] for t in wanted & h) / total
+    for cand, o, t in zip(pool, own, titled, strict=True):
+        words = (sum(idf[w] for w in o) + CONTEXT_SHARE * sum(idf[w] for w in t)) / total
         label = cand.text.split(":", 1)[0] if cand.kind == "table_row" else ""
         line_item = bool(label) and any(m.search(label.lower()) for m in metrics)
         if words == 0.0 and not line_item:
             scored.append((0.0, cand))
             continue
-        figures = [f for f in _FIGURE.findall(cand.text) if not _YEAR.fullmatch(f)]
+        figures = [f for f in _FIGURE.findall(_NOT_FIGURE.sub(" ", cand.text))
+                   if not _YEAR.fullmatch(f)]
         bonus = FIGURE_BONUS * (asks_figure and bool(figures))
         bonus += YEAR_BONUS * bool(years & set(_YEAR.findall(cand.text)))
         bonus += RANK_BONUS * (1 - cand.rank / last)
         bonus += LINE_ITEM_BONUS * line_item
-        scored.append((words + bonus, cand))
+        share = NO_FIGURE_SHARE if asks_figure and not figures else 1.0
+        scored.append(((words + bonus) * share, cand))
     scored.sort(key=lambda sc: (-sc[0], sc[1].rank))
     return scored
 

@@ -250,3 +250,37 @@ def test_whole_store_ask_refuses_only_names_its_evidence_never_mentions():
     lower = hit("hpo and otsl in lower case", 4, 0.9)
     assert refusal_reason({"hits": [lower], "note": note, "routing": {"absent": ["HPO"]}}) == note
     assert refusal_reason({"hits": [about], "note": note}) == note
+
+
+def test_the_quote_holds_the_figure_asked_for_not_the_headline_or_the_table_title():
+    """Earnings releases: a headline repeating the question's words, a date, or the rows of a
+    table whose title repeats them outranked the sentence with the figure asked for."""
+    release = ("Acme Corp Reports Fourth-Quarter and Full-Year 2022 Financial Results\n"
+               "Full-year revenue was $63.1 billion, down 20 percent year over year.")
+    assert extract("What was Acme's full-year 2022 revenue?", [hit(release, 1)])[0]["text"] \
+        .startswith("Full-year revenue was $63.1 billion")
+    dated = ("Acme Announces Second Quarter Fiscal 2024 Results\n"
+             "for its second quarter fiscal 2024 ended July 31, 2023.\n"
+             "Second Quarter Revenue of $8.60 Billion, up 11% Y/Y")
+    assert "$8.60 Billion" in extract("What was Acme's revenue in the second quarter of "
+                                      "fiscal 2024?", [hit(dated, 1)])[0]["text"]
+    # a table's title is every row's: its words do not make each row the answer
+    page = ("Acme Corp Reports First Quarter Fiscal Year 2023 Operating Results\n"
+            "Net sales for the first quarter increased 8.1 percent, to $53.44 billion.\n"
+            "Comparable sales\nCanada\n2.4%\nOther International\n-3.1%")
+    quotes = extract("What were Acme's net sales for the first quarter of fiscal 2023?",
+                     [hit(page, 1)])
+    assert "$53.44 billion" in quotes[0]["text"]
+
+
+def test_a_summary_figure_with_its_scale_and_an_acronym_spelled_out_are_read():
+    """"$3.7 billion" under its label is a row's figure, and "CEO" finds "Chief Executive
+    Officer" (the row the question asks for, among rows its table title matches alike)."""
+    rows, _ = statement_rows(["Business Unit Revenue", "Client Computing Group (CCG)",
+                              "$5.8 billion", "down 38%", "Data Center and AI (DCAI)",
+                              "$3.7 billion", "down 39%"])
+    assert "Data Center and AI (DCAI): $3.7 billion" in rows
+    award = ("Target Incentive Plan awards for 2023\n| Name | Target award |\n|---|---|\n"
+             "| President, International | 120% |\n| President and Chief Executive Officer | 200% |")
+    quotes = extract("What is the 2023 target award of the CEO?", [hit(award, 2)])
+    assert quotes[0]["text"] == "President and Chief Executive Officer: Target award 200%"
