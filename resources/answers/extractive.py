@@ -1,8 +1,9 @@
 """The extractive answer: the sentences and table rows of the recalled evidence that answer the
 question, quoted verbatim with their file, page and box.
 
-Each hit is cut into candidates: prose into sentences (a period inside a number or an
-abbreviation does not end one, so "$1,577.0 million" stays whole), a table into its body rows,
+Each hit is cut into candidates: prose into sentences (a period inside a number or after an
+abbreviation does not end one, so "$1,577.0 million" and "Acme, Inc. (the Company)" stay whole,
+and a PDF line that wraps a sentence is joined to its next), a table into its body rows,
 each row read with its column headers ("Purchases of equipment: 2023 (1,577); 2022 (1,373)"),
 a "$" or "%" cell glued to its figure. A statement that PDF text lays out one cell a line (a
 label line, then its figure lines) is read as rows the same way (statement_rows).
@@ -212,10 +213,46 @@ def statement_rows(lines: list[str]) -> tuple[list[str], set[int]]:
     return rows, used
 
 
+# A PDF line that wraps a sentence: a line of prose (WRAPPED_MIN_WORDS at least: no table cell
+# or heading) that the next line goes on in lower case, or that ends inside a phrase (a comma,
+# a bracket, a joining word). Cut there, a quote was a fragment ("... improve operating" /
+# "margins, and ...").
+WRAPPED_MIN_WORDS = 6
+_JOINING_END = re.compile(r"(?:[,(&]|\b(?:and|or|of|the|to|in|for|by|with|a|an|at|on))$")
+
+
+def _unwrap(text: str) -> str:
+    """`text` with each wrapped line joined to the line it continues (see _JOINING_END)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        prev, nxt = (out[-1].rstrip() if out else ""), line.strip()
+        if len(prev.split()) >= WRAPPED_MIN_WORDS and nxt and (
+                (nxt[0].islower() and prev[-1] not in ".!?:;") or _JOINING_END.search(prev)):
+            out[-1] = f"{prev} {nxt}"
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+# Abbreviations whose period ends no sentence ("Salesforce, Inc. (the “Company”) announced ...")
+_ABBREVIATION = re.compile(r"(?:\b(?:Inc|Corp|Co|Ltd|Bros|No|Nos|Mr|Mrs|Ms|Dr|Jr|Sr|St|vs|"
+                           r"approx|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)"
+                           r"|(?<![\w.])[A-Z](?:\.[A-Z])*)\.$")
+
+
 def sentences(text: str) -> list[str]:
-    """Prose cut into sentences (numbers kept whole), blanks dropped."""
-    flat = re.sub(r"[ \t]+", " ", text)
-    return [s.strip() for s in _SENTENCE_END.split(flat) if len(s.strip()) > 3]
+    """Prose cut into sentences (numbers, wrapped lines and abbreviations kept whole), blanks
+    dropped."""
+    flat = _unwrap(re.sub(r"[ \t]+", " ", text))
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(flat):
+        if "\n" not in m.group(0) and _ABBREVIATION.search(flat[start:m.start()]):
+            continue  # "Inc. (the", "U.S. Bank": the sentence goes on
+        out.append(flat[start:m.start()])
+        start = m.end()
+    out.append(flat[start:])
+    return [s.strip() for s in out if len(s.strip()) > 3]
 
 
 def candidates(hits: list[dict]) -> list[Candidate]:

@@ -284,3 +284,21 @@ def test_a_summary_figure_with_its_scale_and_an_acronym_spelled_out_are_read():
              "| President, International | 120% |\n| President and Chief Executive Officer | 200% |")
     quotes = extract("What is the 2023 target award of the CEO?", [hit(award, 2)])
     assert quotes[0]["text"] == "President and Chief Executive Officer: Target award 200%"
+
+
+def test_a_sentence_wrapped_over_pdf_lines_or_after_an_abbreviation_is_quoted_whole():
+    """PDF text breaks prose at each line's end: a line break ended a sentence, and so did
+    "Inc." ("On January 4, 2023, Acme, Inc." was a quote); cells and headings stay apart."""
+    text = ("On January 4, 2023, Acme, Inc. (the “Company”) announced a restructuring plan "
+            "intended to reduce operating\ncosts. The Plan includes a reduction of the Company’s "
+            "current workforce\nby approximately 10 percent and select real estate exits.\n"
+            "Business Highlights\nQ1 2023\ndown 38%")
+    assert sentences(text) == [
+        "On January 4, 2023, Acme, Inc. (the “Company”) announced a restructuring plan intended "
+        "to reduce operating costs.",
+        "The Plan includes a reduction of the Company’s current workforce by approximately 10 "
+        "percent and select real estate exits.",
+        "Business Highlights", "Q1 2023", "down 38%"]
+    quotes = extract("By what percentage did the restructuring plan reduce the workforce?",
+                     [hit(text, 2)])
+    assert "10 percent" in quotes[0]["text"]
