@@ -5,7 +5,10 @@ A 135M-parameter model writes fluent text that often misstates figures or swaps 
 it writes is presented as a fact unless the evidence holds it. Figures compare by value as
 written (commas, currency signs, trailing zeros and a sign or brackets ignored: "$1,577.00" is
 "1577"); a figure the model computed (a ratio, a sum) is not in the evidence, so it fails, and
-the quoted inputs stand instead. Names are capitalised words (one that opens a sentence too,
+the quoted inputs stand instead. A figure the model gives a scale ("$1,302 billion")
+must hold at that scale: the evidence states it so, or bare in a text that declares its unit
+("(in millions)"), or the same amount in another scale ("$1.302 billion" for 1,302 millions);
+a small model often puts a table's figure in the wrong unit. Names are capitalised words (one that opens a sentence too,
 unless it is a common opener such as "The" or "Based"); each must occur, case aside, in the
 evidence or the question (the question's own names are the user's words, not a claim).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 _NUMBER = re.compile(r"(?<![\w.])\(?[-+]?[$€£]?\d[\d,]*(?:\.\d+)?\)?%?")
 _LIST_MARKER = re.compile(r"(?m)^\s*\d{1,2}[.)]\s")
@@ -50,6 +54,37 @@ def figures(text: str) -> list[str]:
         value = figure_value(m.group(0))
         if value is not None:
             out.append(value)
+    return out
+
+
+_SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
+_SCALE_AFTER = re.compile(r"\s*(thousand|million|billion|trillion)s?\b", re.I)
+# a text's declared unit: "(in millions)", "($ in millions)", "(Millions)", "in thousands"
+_DECLARED = re.compile(r"\bin\s+(thousands|millions|billions)\b|"
+                       r"\(\s*(?:[$€£]\s*)?(?:in\s+)?(thousands|millions|billions)\b", re.I)
+
+
+def scaled_figures(text: str) -> list[tuple[str, int | None]]:
+    """`figures` with the scale word each is written with ("$3.7 billion" -> ("3.7", 10**9);
+    None for none)."""
+    text = _LIST_MARKER.sub(" ", text)
+    out = []
+    for m in _NUMBER.finditer(text):
+        value = figure_value(m.group(0))
+        if value is not None:
+            scale = _SCALE_AFTER.match(text, m.end()) if not m.group(0).endswith("%") else None
+            out.append((value, _SCALES[scale.group(1).lower()] if scale else None))
+    return out
+
+
+def _amounts(text: str) -> set[Decimal]:
+    """The amounts a text states at a scale: written with one, or bare under the unit the text
+    declares."""
+    declared = {_SCALES[(m.group(1) or m.group(2)).lower()[:-1]] for m in _DECLARED.finditer(text)}
+    out = set()
+    for value, scale in scaled_figures(text):
+        for s in ({scale} if scale else declared):
+            out.add(Decimal(value) * s)
     return out
 
 
@@ -94,8 +129,11 @@ def check(generated: str, evidence_texts: list[str], question: str = "") -> Grou
         return Grounding(False)
     evidence = "\n".join(evidence_texts)
     known_figures = set(figures(evidence))
+    known_amounts = set().union(*map(_amounts, evidence_texts)) if evidence_texts else set()
     known_words = {_bare(w) for w in _WORD.findall(evidence + "\n" + question)}
-    bad_figures = list(dict.fromkeys(f for f in figures(generated) if f not in known_figures))
+    bad_figures = list(dict.fromkeys(
+        f for f, scale in scaled_figures(generated)
+        if (Decimal(f) * scale not in known_amounts if scale else f not in known_figures)))
     stated = opening_names(generated) + names(generated)
     bad_names = list(dict.fromkeys(n for n in stated if _bare(n) not in known_words))
     return Grounding(not bad_figures and not bad_names, bad_figures, bad_names)

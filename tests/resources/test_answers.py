@@ -302,3 +302,16 @@ def test_a_sentence_wrapped_over_pdf_lines_or_after_an_abbreviation_is_quoted_wh
     quotes = extract("By what percentage did the restructuring plan reduce the workforce?",
                      [hit(text, 2)])
     assert "10 percent" in quotes[0]["text"]
+
+
+def test_a_figure_the_model_gives_a_scale_must_hold_at_that_scale():
+    """A table "(in millions)" holds 1,302: "$1,302 billion" is no grounded statement (the
+    model put the figure in the wrong unit), "$1,302 million" and "$1.302 billion" are."""
+    table = ("Condensed Statements of Income (in millions)\n| | 2023 | 2022 |\n|---|---|---|\n"
+             "| Net income | $ 1,302 | 1,372 |")
+    wrong = check("Net income was $1,302 billion.", [table], "What was net income?")
+    assert not wrong.grounded and wrong.unsupported_figures == ["1302"]
+    for right in ("Net income was $1,302 million.", "Net income was $1.302 billion.",
+                  "Net income was 1,302.", "Revenue was $3.7 billion, up 16%."):
+        assert check(right, [table, "Revenue was $3.7 billion, up 16%."]).grounded, right
+    assert not check("Revenue was $3.7 million.", ["Revenue was $3.7 billion."]).grounded
