@@ -124,8 +124,10 @@ class Grounding:
 
 def check(generated: str, evidence_texts: list[str], question: str = "") -> Grounding:
     """Whether every figure and name of `generated` appears in the evidence (names: or in the
-    question). An empty text is not grounded (it says nothing)."""
-    if not generated.strip():
+    question). An empty text is not grounded (it says nothing), nor one that ends announcing an
+    answer it never gives ("The answer is:", "The guidance for Q3 2023 is:": the model's first
+    statement stopped at its colon)."""
+    if not generated.strip() or generated.rstrip().endswith(":"):
         return Grounding(False)
     evidence = "\n".join(evidence_texts)
     known_figures = set(figures(evidence))

@@ -315,3 +315,10 @@ def test_a_figure_the_model_gives_a_scale_must_hold_at_that_scale():
                   "Net income was 1,302.", "Revenue was $3.7 billion, up 16%."):
         assert check(right, [table, "Revenue was $3.7 billion, up 16%."]).grounded, right
     assert not check("Revenue was $3.7 million.", ["Revenue was $3.7 billion."]).grounded
+
+
+def test_an_answer_that_stops_at_its_colon_says_nothing():
+    """"The answer is:" was shown as the model's grounded answer: it states nothing."""
+    for empty in ("The answer is:", "The guidance provided by Acme for Q3 2023 is:  "):
+        assert not check(empty, [CASH_FLOWS], "What was the guidance?").grounded, empty
+    assert check("The answer is: 5,363.", [CASH_FLOWS]).grounded
