@@ -99,6 +99,7 @@ def run(out_dir: Path, quick: bool, home: str | None = None) -> dict:
                             for h in HALVES},
               "k": K, "sizes": list(sizes), "rows": rows,
               "targets": targets(rows[-1]) if rows[-1]["chunks"] >= 1_000_000 else None}
+    (Path(out_dir) / "scale.partial.json").unlink(missing_ok=True)  # (the report has it all)
     from benchmarks.runtime.plots import plot_corpus_scale
 
     report["plot"] = str(plot_corpus_scale(rows, Path(out_dir) / "scale.png"))
