@@ -260,10 +260,15 @@ def candidates(hits: list[dict]) -> list[Candidate]:
     for rank, hit in enumerate(hits):
         text = hit.get("text") or ""
         rows = table_rows(text)
-        if rows is not None:
+        if rows:
             title = table_title(text)
             out.extend(Candidate(r, hit, rank, "table_row", title) for r in rows)
             continue
+        if rows is not None:
+            # a grid without one row of figures: prose that layout boxed as a one-column table
+            # (a press release's paragraph), or a header block; its cells read as lines, else
+            # none of its words could be quoted
+            text = _grid_as_lines(text)
         lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
         rows, used = statement_rows(lines)
         if rows:  # a statement in prose's clothes: its rows, and the sentences of the rest
@@ -272,6 +277,19 @@ def candidates(hits: list[dict]) -> list[Candidate]:
             text = "\n".join(ln for i, ln in enumerate(lines) if i not in used)
         out.extend(Candidate(s, hit, rank, "sentence") for s in sentences(text))
     return out
+
+
+def _grid_as_lines(text: str) -> str:
+    """A markdown table chunk as plain lines: its rule line dropped, each row's cells joined."""
+    out = []
+    for line in text.splitlines():
+        cells = line.strip()
+        if cells.startswith("|"):
+            if set(cells) <= set("|-: "):
+                continue
+            cells = " ".join(c.strip() for c in cells.strip("|").split("|") if c.strip())
+        out.append(cells)
+    return "\n".join(out)
 
 
 def _cut(text: str, wanted: set[str]) -> str:
