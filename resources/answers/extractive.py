@@ -1,5 +1,6 @@
 """The extractive answer: the sentences and table rows of the recalled evidence that answer the
-question, quoted verbatim with their file, page and box.
+question, quoted verbatim (but for whitespace: a PDF line break inside a sentence is a space)
+with their file, page and box.
 
 Each hit is cut into candidates: prose into sentences (a period inside a number or after an
 abbreviation does not end one, so "$1,577.0 million" and "Acme, Inc. (the Company)" stay whole,
