@@ -83,7 +83,10 @@ def refusal_reason(recalled: dict) -> str | None:
 
     absent_notes = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
     # a result without routing names (an older caller's) refuses on its note as before
-    if absent_notes and ("absent" not in routing or unmentioned(routing["absent"])):
+    # an organisation the question is about that the corpus only mentions: refused even where
+    # the evidence mentions it (another company's words about it: routing's `about`)
+    if absent_notes and ("absent" not in routing or unmentioned(routing["absent"])
+                         or routing.get("about")):
         return absent_notes[0]
     if missing := unmentioned(routing.get("mentioned") or []):
         return (f"the question names {missing[0]!r}: no stored document is from it, and the "

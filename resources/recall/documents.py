@@ -152,6 +152,9 @@ class Routing:
     # a question naming one only from evidence that mentions it
     absent: list[str] = field(default_factory=list)
     mentioned: list[str] = field(default_factory=list)
+    # organisations the corpus only mentions that a query naming no stored company is about
+    # (`h3 ask` refuses: the evidence would be another company's words about it)
+    about: list[str] = field(default_factory=list)
 
 
 def _is_current(profile_json: dict | None) -> bool:
@@ -430,14 +433,26 @@ def route(ctx: RecallContext, query: str) -> Routing:
         scores = {d: PERIOD_ONLY_SHARE * document_prior(p, 0.0, years, quarters, forms)
                   for d, p in profiles.items() if d in ctx.ok_doc_ids}
         scores = {d: s for d, s in scores.items() if s > 0}
+        from h3.resources.recall.mentions import is_organisation, mentioning_documents
+
         absent, mentioned = _unknown_names(ctx, query, registry, [])
+        # a company the question is about ("Is Siemens's business cyclical?") that only other
+        # companies' filings mention: their words about it would answer another question
+        # ("Samsung Display is a major customer" for "Samsung's customers")
+        about = [n for n in mentioned if is_organisation(ctx, n)]
+        mentioned = [n for n in mentioned if n not in about]
         note = None
         if absent:
             note = f"{ABSENT_COMPANY_NOTE} {absent[0]!r}: answered from all documents"
+        elif about:
+            where = ", ".join(Path(ctx.doc_sources.get(d, d)).name
+                              for d in mentioning_documents(ctx, about[0])[:3])
+            note = (f"{ABSENT_COMPANY_NOTE} {about[0]!r}: the corpus only mentions it (in "
+                    f"{where}); name the company whose filings you mean, or ask with --doc")
         elif mentioned:
             note = _mentioned_note(mentioned[0], "all documents")
         result = Routing(_best_first(scores) or None, scores, "period" if scores else "all",
-                         note, absent=absent, mentioned=mentioned)
+                         note, absent=absent, mentioned=mentioned, about=about)
     ctx.cache[cache_key] = result
     return result
 

@@ -37,11 +37,35 @@ def corpus_mentions(ctx: RecallContext, name: str) -> bool:
     """Whether a chunk of an ok document mentions `name` (`mentions`), by one full-text search
     of the store (remembered per context). False when the store has no full-text index: the
     name is then treated as before, as a company the corpus may lack."""
+    return bool(mentioning_documents(ctx, name))
+
+
+def mentioning_documents(ctx: RecallContext, name: str) -> list[str]:
+    """The ok documents whose chunks (among the full-text search's first MENTION_SEARCHED)
+    mention `name`, best-ranked first (remembered per context)."""
     key = ("_mentions", name)
     if key not in ctx.cache:
         query = fts_form(" ".join(_FTS_UNSAFE.sub(" ", name).split()))
         rows = ctx.store.text_search("chunks", query, MENTION_SEARCHED,
                                      columns=["doc_id", "text"]) if query else []
-        ctx.cache[key] = any(r.get("doc_id") in ctx.ok_doc_ids
-                             and mentions(r.get("text") or "", name) for r in rows)
+        ctx.cache[key] = list(dict.fromkeys(
+            r["doc_id"] for r in rows
+            if r.get("doc_id") in ctx.ok_doc_ids and mentions(r.get("text") or "", name)))
+    return ctx.cache[key]
+
+
+def is_organisation(ctx: RecallContext, name: str) -> bool:
+    """Whether the knowledge graph holds `name`, or a name inside it ("Samsung" in "Samsung
+    Electronics"), as an organisation (spaCy's ORG): a company the question is about, not a
+    method, product or figure the corpus discusses ("HPO", "F-35")."""
+    key = ("_organisation", name)
+    if key not in ctx.cache:
+        from h3.resources.recall.intent import query_entities
+        from h3.resources.recall.relation import gazetteer
+        from h3.resources.store.base import sql_str
+
+        ids = query_entities(name, gazetteer(ctx.store))
+        listed = ", ".join(sql_str(i) for i in ids)
+        ctx.cache[key] = bool(ids) and bool(ctx.store.rows(
+            "entities", f"entity_id IN ({listed}) AND type = 'ORG'", ["entity_id"], limit=1))
     return ctx.cache[key]

@@ -171,7 +171,7 @@ def recall(store: DocumentStore, queries: Sequence[str], k: int = 5, mode: str =
             result["routing"] = {"by": routing.by, "named": routing.named,
                                  "documents": [ctx.doc_sources.get(d, d)
                                                for d in (routing.doc_ids or [])]}
-            for names in ("absent", "mentioned"):  # `h3 ask` checks its evidence against them
+            for names in ("absent", "mentioned", "about"):  # what `h3 ask` checks against
                 if getattr(routing, names):
                     result["routing"][names] = list(getattr(routing, names))
             if routing.note:

@@ -302,3 +302,33 @@ def test_a_capital_inside_a_word_or_a_date_is_no_company():
         assert unknown_company(q) is None, q
     assert unknown_company("What was Contoso's cash as of June 30, 2023?") == "Contoso"
     assert unknown_company("What was the revenue of Contoso for June 2023?") == "Contoso"
+
+
+def test_an_organisation_only_other_filings_mention_is_what_the_question_is_about(tmp_path):
+    """"Who are the primary customers of Samsung Electronics?" over a corpus where only another
+    company's filing mentions Samsung (as its customer) was answered with that filing's
+    sentence: an organisation of the knowledge graph that a question naming no stored company
+    is about is refused, with where the corpus mentions it; an acronym stays answerable."""
+    from h3.ontology.entities import entity_id
+    from h3.resources.answers.ask import refusal_reason
+    from h3.resources.recall.router import recall
+
+    ctx = _with_chunks(_context(tmp_path), {
+        "d1": "Table 1 compares HPO methods: random search and Bayesian HPO on OTSL tasks.",
+        "d2": "Northwind Trading sells display glass; Samsung Display is a major customer."})
+    ctx.store.add("entities", [{"entity_id": entity_id("ORG", "Samsung Display"),
+                                "name": "Samsung Display", "type": "ORG", "aliases": [],
+                                "doc_ids": ["d2"], "mention_count": 1, "relation_count": 0}])
+    asked = "Who are the primary customers of Samsung Display?"
+    r = route(ctx, asked)
+    assert r.about == ["Samsung Display"] and r.mentioned == []
+    assert r.note.startswith(ABSENT_COMPANY_NOTE) and "d2.pdf" in r.note
+    out = recall(ctx.store, [asked], k=3, ctx=ctx)[0]
+    assert out["routing"]["about"] == ["Samsung Display"]
+    assert any("Samsung Display" in h["text"] for h in out["hits"])  # the evidence mentions it
+    assert refusal_reason(out) == r.note  # and is still no answer
+    hpo = recall(ctx.store, ["What does Table 1 show about HPO in OTSL?"], k=3, ctx=ctx)[0]
+    assert "about" not in hpo["routing"] and refusal_reason(hpo) is None
+    # named beside a stored company, it is that company's counterparty: answered
+    beside = route(ctx, "How much did Northwind Trading sell to Samsung Display in 2024?")
+    assert beside.about == [] and beside.doc_ids[0] == "d2" and beside.note is None, beside
