@@ -60,8 +60,8 @@ def is_organisation(ctx: RecallContext, name: str) -> bool:
     method, product or figure the corpus discusses ("HPO", "F-35")."""
     key = ("_organisation", name)
     if key not in ctx.cache:
+        from h3.resources.recall.gazetteer import gazetteer
         from h3.resources.recall.intent import query_entities
-        from h3.resources.recall.relation import gazetteer
         from h3.resources.store.base import sql_str
 
         ids = query_entities(name, gazetteer(ctx.store))

@@ -44,23 +44,23 @@ def test_nodes_span_documents_and_follow_deletions(tmp_path):
 
 def test_the_gazetteer_is_saved_for_the_next_process_and_rebuilt_when_the_graph_changes(
         tmp_path, monkeypatch):
-    from h3.resources.recall import relation
+    from h3.resources.recall import gazetteer
 
     monkeypatch.setenv("H3_HOME", str(tmp_path / "h3"))
     store = LanceDocumentStore(tmp_path / "lancedb")
     ingest_text(store, "a", ["Greenleaf Foods has bought Orchard Valley Farms."])
-    names = relation.gazetteer(store)
+    names = gazetteer.gazetteer(store)
     (saved,) = (tmp_path / "h3" / "cache" / "gazetteer").glob("*.json")
     assert "greenleaf foods" in {n.lower() for n in names}
     # a new process (nothing in memory) reads the saved names instead of every entity row
-    relation._CACHE.clear()
-    monkeypatch.setattr(relation, "_build_gazetteer", lambda *a: {"read": ["rows"]})
-    assert relation.gazetteer(store) == names
+    gazetteer._CACHE.clear()
+    monkeypatch.setattr(gazetteer, "_build_gazetteer", lambda *a: {"read": ["rows"]})
+    assert gazetteer.gazetteer(store) == names
     # a changed graph (another document) is a new version: its names are built and saved anew
     monkeypatch.undo()
     monkeypatch.setenv("H3_HOME", str(tmp_path / "h3"))
     ingest_text(store, "b", ["Harbor Mills is headquartered in Duluth."])
-    relation._CACHE.clear()
-    again = relation.gazetteer(store)
+    gazetteer._CACHE.clear()
+    again = gazetteer.gazetteer(store)
     assert "harbor mills" in {n.lower() for n in again} and not saved.exists()
     assert len(list(saved.parent.glob("*.json"))) == 1
