@@ -96,10 +96,13 @@ def core_name(name: str) -> str:
 
 # A name begins a word: a capital inside one ("eBay's", "iPhone's") is no name of its own (it
 # read as the absent company 'Bay', and `h3 ask` refused every question about eBay).
+# a capitalised word; an apostrophe inside it joins two letters' worth ("O'Malley", "L'Oreal"),
+# never a possessive's "'s"
+_NAME_WORD = r"[A-Z](?:[\w&.-]|['’](?=[A-Za-z]{2}))*"
 _CANDIDATE_NAME = re.compile(
     r"(?:\b(?i:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
-    r"((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+(?:[A-Z][\w&.-]*|&))*)"
-    r"|(?<![\w&.'’-])((?:[A-Z][\w&.-]*|\d+[A-Z][\w&]*)(?:\s+[A-Z][\w&.-]*)*)(?:'s|’s)\b")
+    rf"((?:{_NAME_WORD}|\d+[A-Z][\w&]*)(?:\s+(?:{_NAME_WORD}|&))*)"
+    rf"|(?<![\w&.'’-])((?:{_NAME_WORD}|\d+[A-Z][\w&]*)(?:\s+{_NAME_WORD})*)(?:'s|’s)\b")
 
 
 # How much a document's prior adds to a chunk's rerank score (which lies in about [0, 1]): a

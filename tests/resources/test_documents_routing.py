@@ -301,6 +301,10 @@ def test_a_capital_inside_a_word_or_a_date_is_no_company():
               "What did the board approve on Monday, May 1?"):
         assert unknown_company(q) is None, q
     assert unknown_company("What was Contoso's cash as of June 30, 2023?") == "Contoso"
+    # an apostrophe inside a name is part of it ("O'Malley's" read as 'O'), a possessive is not
+    assert unknown_company("What was O'Malley's revenue in 2023?") == "O'Malley"
+    assert unknown_company("What was the revenue of L'Oreal in 2022?") == "L'Oreal"
+    assert unknown_company("What is McDonald's operating margin?") == "McDonald"
     assert unknown_company("What was the revenue of Contoso for June 2023?") == "Contoso"
 
 
