@@ -109,6 +109,15 @@ def fts_form(text: str) -> str:
     return " ".join(w for w in _jieba().lcut_for_search(join_spaced_han(text)) if w.strip())
 
 
+_FTS_UNSAFE = re.compile(r"[^\w\s.]")  # the query syntax's own characters, and punctuation
+
+
+def fts_query(text: str) -> str:
+    """A text as a full-text query: punctuation and query-syntax characters dropped, spaces
+    collapsed, Chinese as the segmenter's words like the index stores it (`fts_form`)."""
+    return fts_form(" ".join(_FTS_UNSAFE.sub(" ", text).split()))
+
+
 def han_bigrams(text: str) -> list[str]:
     """The Han character bigrams of a query's content (question words dropped), in order: the
     CJK counterpart of `resources.recall.text.terms` for measuring how much of a query a chunk

@@ -82,9 +82,10 @@ def refusal_reason(recalled: dict) -> str | None:
         return [n for n in names if not any(mentions(t, n) for t in texts)]
 
     absent_notes = [n for n in notes_of(recalled) if n.startswith(ABSENT_COMPANY_NOTE)]
-    # a result without routing names (an older caller's) refuses on its note as before
-    # an organisation the question is about that the corpus only mentions: refused even where
-    # the evidence mentions it (another company's words about it: routing's `about`)
+    # refused on the absent-company note when: the result has no routing names (an older
+    # caller's), an absent name the evidence never mentions, or an organisation the question is
+    # about that the corpus only mentions (routing's `about`: even where the evidence mentions
+    # it, those are another company's words about it)
     if absent_notes and ("absent" not in routing or unmentioned(routing["absent"])
                          or routing.get("about")):
         return absent_notes[0]

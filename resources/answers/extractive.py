@@ -38,9 +38,9 @@ RANK_BONUS = 0.2  # the first recalled hit (recall ranks the evidence page first
 MAX_LABEL_CHARS = 120  # a statement line item's label is no longer than this
 LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in other words
 # A table row's title words (its `context`) weigh this share of a word the row itself holds: the
-# title is every row's, so it says which table, not which row ("Costco Reports First Quarter
-# Fiscal Year 2023 Operating Results" made each comparable-sales row outrank the net sales
-# sentence of "What were Costco's net sales for the first quarter of fiscal 2023?")
+# title is every row's, so it says which table, not which row (a release's title "Acme Reports
+# First Quarter Results" made each comparable-sales row of its table outrank the net sales
+# sentence a question about first-quarter net sales asked for)
 CONTEXT_SHARE = 0.5
 # A question that asks for a figure: a candidate holding none (a press release's headline that
 # repeats the question's words) keeps this share of its score
@@ -235,7 +235,7 @@ def _unwrap(text: str) -> str:
     return "\n".join(out)
 
 
-# Abbreviations whose period ends no sentence ("Salesforce, Inc. (the “Company”) announced ...")
+# Abbreviations whose period ends no sentence ("Acme, Inc. (the “Company”) announced ...")
 _ABBREVIATION = re.compile(r"(?:\b(?:Inc|Corp|Co|Ltd|Bros|No|Nos|Mr|Mrs|Ms|Dr|Jr|Sr|St|vs|"
                            r"approx|Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sept?|Oct|Nov|Dec)"
                            r"|(?<![\w.])[A-Z](?:\.[A-Z])*)\.$")

@@ -48,13 +48,7 @@ def figure_value(text: str) -> str | None:
 
 def figures(text: str) -> list[str]:
     """The figures a text states (list markers like '1.' at a line's start are not figures)."""
-    text = _LIST_MARKER.sub(" ", text)
-    out = []
-    for m in _NUMBER.finditer(text):
-        value = figure_value(m.group(0))
-        if value is not None:
-            out.append(value)
-    return out
+    return [value for value, _ in scaled_figures(text)]
 
 
 _SCALES = {"thousand": 10**3, "million": 10**6, "billion": 10**9, "trillion": 10**12}
@@ -99,7 +93,7 @@ def names(text: str) -> list[str]:
 
 
 def _bare(word: str) -> str:
-    """A word as names compare: lower case, a possessive dropped ("Boeing's" is "boeing")."""
+    """A word as names compare: lower case, a possessive dropped ("Acme's" is "acme")."""
     return re.sub(r"'s$", "", word.lower())
 
 

@@ -94,10 +94,9 @@ def core_name(name: str) -> str:
     return " ".join(w for w in name.split() if w.strip(".,()'’").lower() not in _GENERIC_WORDS)
 
 
-# A name begins a word: a capital inside one ("eBay's", "iPhone's") is no name of its own (it
-# read as the absent company 'Bay', and `h3 ask` refused every question about eBay).
-# a capitalised word; an apostrophe inside it joins two letters' worth ("O'Malley", "L'Oreal"),
-# never a possessive's "'s"
+# A name's word: it begins a word, since a capital inside one ("iPhone's", "xTrade") is no name
+# of its own (it read as an absent company 'Phone' and `h3 ask` refused the question); an
+# apostrophe inside it joins two letters' worth ("O'Malley", "L'Oreal"), never a possessive's "'s"
 _NAME_WORD = r"[A-Z](?:[\w&.-]|['’](?=[A-Za-z]{2}))*"
 _CANDIDATE_NAME = re.compile(
     r"(?:\b(?i:for|of|at|by|from|about|does|did|is|has|was|were|are)\s+)"
@@ -439,9 +438,9 @@ def route(ctx: RecallContext, query: str) -> Routing:
         from h3.resources.recall.mentions import is_organisation, mentioning_documents
 
         absent, mentioned = _unknown_names(ctx, query, registry, [])
-        # a company the question is about ("Is Siemens's business cyclical?") that only other
+        # a company the question is about ("Is Globex's business cyclical?") that only other
         # companies' filings mention: their words about it would answer another question
-        # ("Samsung Display is a major customer" for "Samsung's customers")
+        # ("Globex Display is a major customer" for "Globex's customers")
         about = [n for n in mentioned if is_organisation(ctx, n)]
         mentioned = [n for n in mentioned if n not in about]
         note = None

@@ -2,8 +2,9 @@
 
 A question's capitalised words are taken for a company when the issuer registry does not know
 them (documents.unknown_companies), and a company the corpus lacks makes `h3 ask` refuse. Many
-such words are no issuer but what a filing is about: a segment or product ("DCAI", "F-35"), a
-counterparty ("Tower Semiconductor", "Afterpay"), a method a paper studies ("HPO"). A name the
+such words are no issuer but what a filing is about: a segment or product ("F-35", an acronym
+of a business unit), a counterparty (a company acquired or supplied), a method a paper studies
+("HPO"). A name the
 stored text mentions is therefore not called absent; the answer must then rest on evidence that
 mentions it (resources/answers/ask.py).
 """
@@ -14,12 +15,11 @@ import re
 
 from h3.resources.recall.companies import fold
 from h3.resources.recall.router import RecallContext
-from h3.resources.text_lang import fts_form
+from h3.resources.text_lang import fts_query
 
 # Full-text matches read to find one that holds the whole name: BM25 ranks a chunk holding
 # every word of the name high, so the first few suffice; more only costs the read.
 MENTION_SEARCHED = 20
-_FTS_UNSAFE = re.compile(r"[^\w\s.]")  # what text recall strips from a full-text query too
 
 
 def mentions(text: str, name: str) -> bool:
@@ -45,7 +45,7 @@ def mentioning_documents(ctx: RecallContext, name: str) -> list[str]:
     mention `name`, best-ranked first (remembered per context)."""
     key = ("_mentions", name)
     if key not in ctx.cache:
-        query = fts_form(" ".join(_FTS_UNSAFE.sub(" ", name).split()))
+        query = fts_query(name)
         rows = ctx.store.text_search("chunks", query, MENTION_SEARCHED,
                                      columns=["doc_id", "text"]) if query else []
         ctx.cache[key] = list(dict.fromkeys(
@@ -55,7 +55,7 @@ def mentioning_documents(ctx: RecallContext, name: str) -> list[str]:
 
 
 def is_organisation(ctx: RecallContext, name: str) -> bool:
-    """Whether the knowledge graph holds `name`, or a name inside it ("Samsung" in "Samsung
+    """Whether the knowledge graph holds `name`, or a name inside it ("Globex" in "Globex
     Electronics"), as an organisation (spaCy's ORG): a company the question is about, not a
     method, product or figure the corpus discusses ("HPO", "F-35")."""
     key = ("_organisation", name)

@@ -20,7 +20,7 @@ from h3.resources.recall.documents import (
 from h3.resources.recall.fusion import rrf_scores
 from h3.resources.recall.router import RecallContext, merge_pages, register_intent
 from h3.resources.store.base import sql_str
-from h3.resources.text_lang import fts_form, han_bigrams, has_han
+from h3.resources.text_lang import fts_query, han_bigrams, has_han
 
 VARIANTS = ("dense", "fulltext", "hybrid", "hybrid+rerank", "hybrid+rerank+summary")
 DEFAULT_VARIANT = "hybrid+rerank"
@@ -29,7 +29,6 @@ STOPWORDS = frozenset(
     "a an and are as at be by does do for from how in is it its of on or says say show shows "
     "that the this to was were what when where which who why with me about there their".split())
 _TOKEN = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)?")
-_FTS_UNSAFE = re.compile(r"[^\w\s.]")
 
 
 def terms(text: str) -> list[str]:
@@ -135,8 +134,7 @@ def dense(ctx: RecallContext, query: str, n: int, where: str | None = None,
 
 
 def fulltext(ctx: RecallContext, query: str, n: int, where: str | None = None) -> list[dict]:
-    # Han text is matched as the segmenter's words, like the index stores it (text_lang.fts_form)
-    cleaned = fts_form(" ".join(_FTS_UNSAFE.sub(" ", query).split()))
+    cleaned = fts_query(query)
     return ctx.store.text_search("chunks", cleaned, n, where=where,
                                  columns=COLUMNS) if cleaned else []
 
