@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from benchmarks.cli import SCENARIOS
-from benchmarks.runtime.trace import KINDS, Unit, dry_figures, make_trace
+from benchmarks.runtime.trace import KINDS, Unit, dry_figures, make_trace, seed_spread
 from h3_runtime.config import H3Config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,3 +71,17 @@ def test_prefetch_makes_the_next_passage_warm_and_no_cache_never_is():
     assert none["warm_hit_rate"] == 0 and none["cold_bytes_read"] >= ahas["cold_bytes_read"]
     off = dry_figures(units, trace, cfg, warm, sizes, "ahas", off=("sequential_prefetch",))
     assert off["warm_hit_rate"] < ahas["warm_hit_rate"]
+
+
+def test_seed_spread_is_the_mean_of_each_streams_replay():
+    units = corpus()
+    sizes = {u.key: 1 << 20 for u in units}
+    warm = len(units) // 4 << 20
+    cfg = shipped_config()
+    spread = seed_spread(units, cfg, warm, sizes, "sequential", seeds=3, n=16)
+    own = [dry_figures(units, make_trace("sequential", units, 16, seed=s), cfg, warm, sizes,
+                       "ahas")["warm_hit_rate"] for s in range(3)]
+    assert spread["warm_hit_rate_mean"]["ahas"] == round(sum(own) / 3, 4)
+    assert spread["warm_hit_rate_mean"]["none"] == 0
+    margin = spread["ahas_minus_lru"]
+    assert margin["min"] <= margin["mean"] <= margin["max"] and margin["min"] > 0  # prefetch
