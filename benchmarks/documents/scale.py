@@ -10,9 +10,10 @@ copy of a document); regions, structures, entities and edges are copied once, so
 structure and relation intents search tables of the development store's own size.
 
 Per size, with the product's own code (LanceDocumentStore, `ensure_indexes`, `recall`):
-- build: seconds to write the rows, to build the full-text index and each ANN index;
-- bytes per chunk on disk (the chunks table: data, full-text index, ANN index) and the process's
-  resident memory growth from opening the store to the end of the warm queries;
+- build: seconds to write the rows, to build the full-text index (and the doc_id B-tree) and
+  each ANN index;
+- bytes per chunk on disk (the chunks table: data, full-text, ANN and doc_id indexes) and the
+  process's resident memory growth from opening the store to the end of the warm queries;
 - recall latency p50/p95 (ms), text and auto modes, warm (one pass first, timed second pass);
 - agreement of the ANN's top 10 with exact search (numpy, cosine) for every question's vector.
 IVF_SQ, IVF_PQ and HNSW (`hbf.ann_index_type`) side by side on the same table, and at the middle size
@@ -64,7 +65,7 @@ class LanceDefaultsStore(LanceDocumentStore):
     def ann_build_params(self, rows: int, dim: int) -> dict:
         return {}
 
-    def ann_search_params(self, rows: int) -> dict:
+    def ann_search_params(self, rows: int, k: int = 10) -> dict:
         return {}
 
 
@@ -304,16 +305,18 @@ def disk_bytes(path: Path, n: int) -> dict:
     import lancedb
 
     handle = lancedb.connect(str(path)).open_table("chunks")
-    indices = {ix.index_type: ix for ix in handle.list_indices()}
-    fts = sum(_folder_bytes(path / "chunks.lance" / "_indices" / ix.index_uuid)
-              for ix in indices.values() if ix.index_type == "FTS")
-    ann = sum(_folder_bytes(path / "chunks.lance" / "_indices" / ix.index_uuid)
-              for ix in indices.values() if ix.index_type != "FTS")
+    sizes = {"fts": 0, "ann": 0, "filter": 0}  # full text, vectors, the doc_id B-tree
+    for ix in handle.list_indices():
+        kind = ("fts" if ix.index_type == "FTS" else "ann" if "vector" in ix.columns
+                else "filter")
+        sizes[kind] += _folder_bytes(path / "chunks.lance" / "_indices" / ix.index_uuid)
     data = _folder_bytes(path / "chunks.lance" / "data")
     vectors = n * handle.schema.field("vector").type.list_size * 4
     return {"disk_bytes_per_chunk": {"data": round(data / n), "vectors_float32": round(vectors / n),
-                                     "fts_index": round(fts / n), "ann_index": round(ann / n),
-                                     "indexes_beyond_data": round((fts + ann) / n)}}
+                                     "fts_index": round(sizes["fts"] / n),
+                                     "ann_index": round(sizes["ann"] / n),
+                                     "filter_index": round(sizes["filter"] / n),
+                                     "indexes_beyond_data": round(sum(sizes.values()) / n)}}
 
 
 def _folder_bytes(path: Path) -> int:

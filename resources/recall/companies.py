@@ -168,6 +168,11 @@ class IssuerRegistry:
         capitalised = {fold(w) for w in re.findall(r"\b[A-Z][\w’'&-]*", query)}
         # words written with a capital or a digit anywhere ("eWidget", "4K", "ACME")
         marked = {squash(w) for w in re.findall(r"[\w’'&-]*[A-Z0-9][\w’'&-]*", query)}
+        # the n-grams a fuzzy match may be, by length (a form meets those within 2 characters)
+        fuzzy_by_len: dict[int, list[str]] = {}
+        for g, words in squashed.items():
+            if " " in words or g in marked:
+                fuzzy_by_len.setdefault(len(g), []).append(g)
         best: dict[str, CompanyMatch] = {}
 
         def keep(c: Company, strength: float, form: str) -> None:
@@ -189,8 +194,8 @@ class IssuerRegistry:
                 elif s in squashed:
                     keep(c, EXACT, squashed[s])
                 elif len(s) >= FUZZY_MIN_CHARS:
-                    near = [g for g, words in squashed.items() if abs(len(g) - len(s)) <= 2
-                            and (" " in words or g in marked)]
+                    near = [g for size in range(len(s) - 2, len(s) + 3)
+                            for g in fuzzy_by_len.get(size, ())]
                     scored = [(fuzz.ratio(s, g), g) for g in near]
                     ratio, g = max(scored, default=(0.0, ""))
                     if ratio >= FUZZY_MIN_RATIO:

@@ -4,6 +4,7 @@ feature rerank of the fused pool. Variants are selectable so the benchmark compa
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -18,6 +19,7 @@ from h3.resources.recall.documents import (
     within_named_documents,
 )
 from h3.resources.recall.fusion import rrf_scores
+from h3.resources.recall.pool import reachable
 from h3.resources.recall.router import RecallContext, merge_pages, register_intent
 from h3.resources.store.base import sql_str
 from h3.resources.text_lang import fts_query, han_bigrams, has_han
@@ -55,12 +57,16 @@ def coverage_of(query_terms: list[str]) -> Callable[[str, set[str] | None], floa
         return lambda text, have=None: 0.0
     # Han bigrams (from `query_terms_all`) have no stem: they are looked up in the text itself
     han = [t for t in query_terms if has_han(t)]
-    stemmed = [_stem(t) for t in query_terms if not has_han(t)]
+    # a stem the query repeats counts as often as it is repeated; the chunk's stems are met by
+    # one set intersection (in C), not a Python loop over the query's ~25 stems per chunk
+    repeats = Counter(_stem(t) for t in query_terms if not has_han(t))
+    stemmed = set(repeats)
     n = len(query_terms)
 
     def score(text: str, have: set[str] | None = None) -> float:
         have = have if have is not None else stems(text)
-        return (sum(s in have for s in stemmed) + sum(t in text for t in han)) / n
+        return (sum(repeats[s] for s in stemmed.intersection(have))
+                + sum(t in text for t in han)) / n
 
     return score
 
@@ -101,10 +107,20 @@ def document_chunks(ctx: RecallContext, doc_id: str) -> tuple[list[dict], np.nda
     key = ("_doc_chunks", doc_id)
     if key not in ctx.cache:
         rows = ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", COLUMNS)
-        vectors = np.asarray([r["vector"] for r in rows], np.float32)  # (N, 384)
+        vectors = with_array_vectors(rows)  # (N, 384)
         # a document stored without text (0 chunks) has no vectors: an empty (0, 384)
-        ctx.cache[key] = (rows, vectors.reshape(len(rows), -1) if rows else np.zeros((0, 384), np.float32))
+        ctx.cache[key] = (rows, vectors if rows else np.zeros((0, 384), np.float32))
     return ctx.cache[key]
+
+
+def with_array_vectors(rows: list[dict]) -> np.ndarray:
+    """The rows' vectors as one (N, 384) float32 array, each row's `vector` made its row of it
+    (in place): rows kept per context are stacked again by every query's rerank, which took
+    ~11 ms a query from Python lists for the ~1,800 statement-page chunks at 1M chunks."""
+    vectors = np.asarray([r["vector"] for r in rows], np.float32).reshape(len(rows), -1)
+    for row, vector in zip(rows, vectors, strict=True):
+        row["vector"] = vector  # (384,)
+    return vectors
 
 
 def _seen_before(ctx: RecallContext, doc_ids: list[str]) -> bool:
@@ -189,27 +205,37 @@ def summary_cosines(ctx: RecallContext, query: str, chunk_ids: list[str]) -> dic
     return {r["chunk_id"]: float(np.asarray(r["vector"], np.float32) @ q) for r in rows}
 
 
+# the rerank's weights: cosine, word overlap, BM25 relative to the best
+DENSE_WEIGHT, COVERAGE_WEIGHT, BM25_WEIGHT = 0.55, 0.25, 0.20
+
+
+def dense_cosines(ctx: RecallContext, query: str, pool: list[tuple[dict, float]]) -> np.ndarray:
+    """(P,) each pooled chunk's cosine to the query."""
+    if multilingual.available(ctx):  # each chunk compared through the model that embedded it
+        return multilingual.dense_scores(ctx, query, [row for row, _ in pool])  # (P,)
+    q = ctx.query_vector(query)  # (384,)
+    vecs = np.asarray([row["vector"] for row, _ in pool], dtype=np.float32)  # (P, 384)
+    return vecs.reshape(len(pool), -1) @ q  # (P,)
+
+
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
            bm25: dict[str, float], summary: dict[str, float] | None = None,
-           words: str | None = None) -> tuple[list[tuple[dict, float]], dict[str, float]]:
+           words: str | None = None, cos: np.ndarray | None = None,
+           ) -> tuple[list[tuple[dict, float]], dict[str, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
-    cosine to the query, the BM25 score relative to the best one, and how many of the query's
-    content words (of `words`, default the query) the chunk contains. Also returns each chunk's
-    dense score (chunk_id -> cosine), for the other-language slot placed after later re-sorts."""
+    cosine to the query (`cos`, when already computed), the BM25 score relative to the best one,
+    and how many of the query's content words (of `words`, default the query) the chunk
+    contains. Also returns each chunk's dense score (chunk_id -> cosine), for the
+    other-language slot placed after later re-sorts."""
     if not fused:
         return [], {}
-    if multilingual.available(ctx):  # each chunk compared through the model that embedded it
-        cos = multilingual.dense_scores(ctx, query, [row for row, _ in fused])  # (P,)
-    else:
-        q = ctx.query_vector(query)  # (384,)
-        vecs = np.asarray([row["vector"] for row, _ in fused], dtype=np.float32)  # (P, 384)
-        cos = vecs @ q  # (P,)
+    cos = dense_cosines(ctx, query, fused) if cos is None else cos  # (P,)
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     covered = coverage_of(query_terms_all(words or query))
     scored = []
     for (row, _), c in zip(fused, cos, strict=True):
-        s = (0.55 * float(c) + 0.25 * covered(row["text"], chunk_stems(ctx, row))
-             + 0.20 * bm25.get(row["chunk_id"], 0.0) / top_bm25
+        s = (DENSE_WEIGHT * float(c) + COVERAGE_WEIGHT * covered(row["text"], chunk_stems(ctx, row))
+             + BM25_WEIGHT * bm25.get(row["chunk_id"], 0.0) / top_bm25
              + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
     scored.sort(key=lambda rs: -rs[1])
@@ -256,6 +282,7 @@ def statement_page_rows(ctx: RecallContext, doc_id: str) -> list[dict]:
             listed = ", ".join(str(p) for p in sorted(pages))
             ctx.cache[key] = ctx.store.rows(
                 "chunks", f"doc_id = {sql_str(doc_id)} AND page IN ({listed})", COLUMNS)
+            with_array_vectors(ctx.cache[key])
         else:
             ctx.cache[key] = []
     return ctx.cache[key]
@@ -278,6 +305,36 @@ def page_support(ranked: list[tuple[dict, float]]) -> list[tuple[dict, float]]:
                   key=lambda rs: -rs[1])
 
 
+def within_reach(ctx: RecallContext, query: str, pool: list[tuple[dict, float]],
+                 cos: np.ndarray, bm25: dict[str, float], summary: dict[str, float] | None,
+                 boost: dict[tuple[str, int], float], prior: dict[str, float], words: str,
+                 k: int) -> tuple[list[tuple[dict, float]], np.ndarray]:
+    """The pool (and its cosines) with only the chunks of the first k pages (and pages tied
+    with the k-th; pool.py): the same hits for a fraction of the rerank's work over a pool
+    that a company with many filings fills with their statement pages."""
+    keys = [(row["doc_id"], int(row["page"])) for row, _ in pool]
+    # (P,) each chunk's score but its word overlap (its terms added in another order)
+    partial = DENSE_WEIGHT * cos.astype(np.float64)
+    top_bm25 = max(bm25.values(), default=0.0) or 1.0
+    for weight, score in ((BM25_WEIGHT / top_bm25, bm25), (SUMMARY_WEIGHT, summary or {})):
+        if score:
+            partial += weight * np.fromiter((score.get(row["chunk_id"], 0.0) for row, _ in pool),
+                                            np.float64, len(pool))
+    if boost:
+        partial += np.fromiter((boost.get(key, 0.0) for key in keys), np.float64, len(pool))
+    query_terms = query_terms_all(words or query)
+    covered = coverage_of(query_terms)
+
+    def overlap(positions: np.ndarray) -> np.ndarray:  # (n,) as the rerank weighs it
+        return np.fromiter((COVERAGE_WEIGHT * covered(pool[i][0]["text"],
+                                                      chunk_stems(ctx, pool[i][0]))
+                            for i in positions), np.float64, len(positions))
+
+    keep = reachable(keys, partial, COVERAGE_WEIGHT if query_terms else 0.0, PAGE_SUPPORT,
+                     prior, ctx.ok_doc_ids, k, overlap)
+    return [pool[i] for i in keep], cos[keep]
+
+
 def text_recall(ctx: RecallContext, query: str, k: int,
                 variant: str = DEFAULT_VARIANT) -> list[Hit]:
     """The top-k chunk hits of one query with the given variant (see VARIANTS)."""
@@ -293,31 +350,32 @@ def text_recall(ctx: RecallContext, query: str, k: int,
     words = within_named_documents(query, routing)
     ml = multilingual.available(ctx)
 
-    def dense_lists() -> list[list[dict]]:
-        """The whole store's nearest chunks, and the preferred documents' own."""
-        search = (lambda w, ids: _dense_lists(ctx, query, pool, w, ids)) if ml else (
-            lambda w, ids: [dense(ctx, query, pool, w, ids)])
-        return search(None, None) + (search(where, preferred) if where else [])
+    def dense_lists(w: str | None = None, ids: list[str] | None = None) -> list[list[dict]]:
+        """The nearest chunks in the whole store, or (`w`, `ids`) in the preferred documents."""
+        return _dense_lists(ctx, query, pool, w, ids) if ml else [dense(ctx, query, pool, w, ids)]
 
-    def fulltext_lists(side_by_side: bool = False) -> list[list[dict]]:
-        if not where:
-            return [fulltext(ctx, query, pool)]
-        if side_by_side:  # the second search on the pool's other thread (~45 ms each at 1M)
-            second = _SEARCHES.submit(fulltext, ctx, words, pool, where)
-            return [fulltext(ctx, query, pool), second.result()]
-        return [fulltext(ctx, query, pool), fulltext(ctx, words, pool, where)]
+    def fulltext_lists() -> list[list[dict]]:
+        return [fulltext(ctx, query, pool)] + ([fulltext(ctx, words, pool, where)] if where else [])
 
     ranked: list[tuple[dict, float]]
     if variant == "dense":
-        ranked = rrf(*dense_lists())
+        ranked = rrf(*dense_lists(), *(dense_lists(where, preferred) if where else []))
     elif variant == "fulltext":
         ranked = rrf(*fulltext_lists())
     else:
+        # the store searches wait in LanceDB's native code: run side by side, not in turn. The
+        # full-text ones start first, while the query is embedded (onnxruntime also releases
+        # the GIL); the search within the preferred documents follows the shorter full-text one
+        texts = [_SEARCHES.submit(fulltext, ctx, query, pool)]
+        if where:
+            texts.append(_SEARCHES.submit(fulltext, ctx, words, pool, where))
         ctx.query_vector(query)  # computed once here, not by two threads at once
-        # the store searches wait in LanceDB's native code: run side by side, not in turn
-        d_future = _SEARCHES.submit(dense_lists)
-        f = fulltext_lists(side_by_side=True)
-        ranked = rrf(*d_future.result(), *f)
+        if ml:
+            multilingual.query_vector(ctx, query)
+        within = _SEARCHES.submit(dense_lists, where, preferred) if where else None
+        d = dense_lists() + (within.result() if within else [])
+        f = [t.result() for t in texts]
+        ranked = rrf(*d, *f)
         if variant.startswith("hybrid+rerank"):
             boost = statement_boosts(ctx, query)
             ranked += statement_rows(ctx, boost, {r["chunk_id"] for r, _ in ranked})
@@ -327,7 +385,13 @@ def text_recall(ctx: RecallContext, query: str, k: int,
             for lst in f:  # one index, one scoring: the better of the two queries' scores
                 for r in lst:
                     bm25[r["chunk_id"]] = max(bm25.get(r["chunk_id"], 0.0), float(r["_score"]))
-            ranked, dense_scores = rerank(ctx, query, ranked, bm25, summary, words=words)
+            cos = dense_cosines(ctx, query, ranked) if ranked else None  # (P,)
+            if ranked and not ml and ctx.pages_total >= k:  # (the other-language slot
+                # looks past the first k pages, and without page merging rows are the hits)
+                ranked, cos = within_reach(ctx, query, ranked, cos, bm25, summary, boost,
+                                           routing.scores, words, k)
+            ranked, dense_scores = rerank(ctx, query, ranked, bm25, summary, words=words,
+                                          cos=cos)
             if boost:
                 ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
                                  for r, s in ranked), key=lambda rs: -rs[1])

@@ -23,6 +23,8 @@ class TableSpec:
     doc_scoped: bool = True  # has a `doc_id` column; delete_document removes its rows
     fts_columns: tuple[str, ...] = ()  # full-text indexed columns
     vector_column: str | None = None  # ANN-indexed once the table is large
+    # scalar (B-tree) indexed once the table is large: columns recall filters searches by
+    filter_columns: tuple[str, ...] = ()
     description: str = ""
 
     def __post_init__(self) -> None:
@@ -74,6 +76,7 @@ CHUNKS = TableSpec(
     description="section-aware ~256-token chunks with page/bbox provenance and SBERT vectors",
     fts_columns=("fts_text",),
     vector_column="vector",
+    filter_columns=("doc_id",),  # searches within the routed documents (recall/text.py)
     schema=pa.schema([
         pa.field("doc_id", pa.string()),
         pa.field("chunk_id", pa.string()),  # f"{doc_id}:c{index}"

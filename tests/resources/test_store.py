@@ -83,6 +83,39 @@ def test_ann_index_is_built_once_the_table_is_large(tmp_path, monkeypatch, kind)
     assert store.ensure_indexes("chunks") == {}  # nothing to redo
 
 
+def test_a_large_table_filters_by_document_through_a_btree(tmp_path, monkeypatch):
+    """From FILTER_INDEX_MIN_ROWS rows the chunks' doc_id gets a B-tree (a search within the
+    routed documents then reads no column of every row); rows added after it are still found,
+    and it is not taken for a vector index."""
+    import h3.resources.store.lance as lance
+
+    monkeypatch.setattr(lance, "FILTER_INDEX_MIN_ROWS", 40)  # the real threshold is 20,000 rows
+    monkeypatch.setattr(lance, "ANN_MIN_ROWS", 40)
+    store = LanceDocumentStore(tmp_path / "db")
+    store.add("chunks", [_chunk(f"d{i % 4}", i, f"row {i}", _unit(i)) for i in range(40)])
+    store.table("chunks").create_fts_index("fts_text")  # the ANN left out, as a store built
+    store._fts_columns.clear()  # before its first vector index would be
+    monkeypatch.setattr(store, "create_ann_index", lambda table: "ann deferred")
+    assert store.ensure_indexes("chunks") == {"doc_id": "btree created", "vector": "ann deferred"}
+    indexed = {tuple(ix.columns): ix.index_type for ix in store.table("chunks").list_indices()}
+    assert indexed[("doc_id",)] == "BTree"
+    assert not store._has_ann("chunks", store.table("chunks"))
+    store.add("chunks", [_chunk("late", 99, "a late row", _unit(99))])  # not in the B-tree yet
+    assert [r["chunk_id"] for r in store.vector_search("chunks", _unit(99), 3,
+                                                       where="doc_id IN ('late', 'd1')")][0] == "late:c99"
+    assert len(store.rows("chunks", "doc_id = 'd1'")) == 10
+
+
+def test_the_ann_reranks_a_bounded_number_of_candidates():
+    from h3.resources.store.lance import REFINE_CANDIDATES, REFINE_FACTOR, ann_search_params
+
+    assert ann_search_params(1_000_000, "IVF_SQ")["refine_factor"] == REFINE_FACTOR  # top 10
+    for k in (30, 60):  # text recall's pools: about REFINE_CANDIDATES, never fewer than k
+        factor = ann_search_params(1_000_000, "IVF_SQ", k)["refine_factor"]
+        assert REFINE_CANDIDATES <= factor * k < REFINE_CANDIDATES + k
+    assert ann_search_params(1_000_000, "IVF_SQ", 5)["refine_factor"] == REFINE_FACTOR
+
+
 def test_ann_parameters_grow_with_the_table():
     from h3.resources.store.lance import ann_build_params, ann_search_params
 
@@ -122,7 +155,7 @@ def test_the_ann_keeps_exact_search_top_10_at_the_shipped_parameters(tmp_path, m
         def ann_build_params(self, rows: int, dim: int) -> dict:
             return {}
 
-        def ann_search_params(self, rows: int) -> dict:
+        def ann_search_params(self, rows: int, k: int = 10) -> dict:
             return {}
 
     shipped = agreement(LanceDocumentStore(tmp_path / "shipped"))
