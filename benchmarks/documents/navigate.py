@@ -4,7 +4,9 @@ development filings, each question asked over its own filing.
 Per labelled question whose filing the store holds (the store is only read: a tree the store
 lacks is built from its chunks, as `h3 ask --doc` does):
 - branch recall at 1/3/5 parts: an evidence page among the pages of the chosen parts' chunks
-  (the shipped branch is navigate.BRANCH_SECTIONS parts);
+  (the shipped branch is navigation.branch_sections parts); and shipped: among the pages of
+  the passages the shipped branch loads (its parts' best chunks, within branch_tokens and
+  branch_share of the document);
 - KV loaded per question: the branch's tokens (the model's tokenizer, prompt layout included)
   x the model's bytes per token, against the whole document's KV (all its chunks, estimated
   the same way: a 190-page filing does not fit the model, so it is never prefilled whole);
@@ -47,6 +49,7 @@ def score(rows: list[dict]) -> dict:
     out = {"questions": len(rows)}
     for k in (1, 3, 5):
         out[f"branch_recall_at_{k}"] = _mean([r[f"branch_hit_{k}"] for r in rows])
+    out["branch_recall_shipped"] = _mean([r["shipped_hit"] for r in rows])
     out["flat_recall_at_5_chunks"] = _mean([r["flat_hit"] for r in rows])
     out["leading_chunks_recall"] = _mean([r["leading_hit"] for r in rows])
     out["branch_kv_share_of_document"] = _mean([r["branch_kv_share"] for r in rows])
@@ -103,8 +106,11 @@ def measure(db, tree, question: dict, embed, layout, per_token: int, limit: int,
         out[f"branch_hit_{k}"] = bool(pages & evidence)
     nav = load_config().navigation
     shipped = choose(question["question"], tree.sections, rows, qvec,
-                     sections=nav.branch_sections, max_tokens=nav.branch_tokens)
+                     sections=nav.branch_sections, max_tokens=nav.branch_tokens,
+                     max_share=nav.branch_share)
     out["branch"] = [f"{p.section_id} p{p.pages}" for p in shipped.parts]
+    # the passages the shipped branch loads (its parts' best chunks when over its bounds)
+    out["shipped_hit"] = bool({int(r["page"]) for r in shipped.chunks} & evidence)
     branch_tokens = head + sum(by_id[r["chunk_id"]] for r in shipped.chunks)
     document_tokens = head + sum(tokens)
     flat = np.argsort(-chunk_scores(question["question"], rows, qvec), kind="stable")[:FLAT_K]

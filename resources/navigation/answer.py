@@ -26,9 +26,10 @@ def navigated_evidence(db: DocumentStore, doc: str, question: str,
         from h3.resources.models.embedder import get_embedder
 
         embed = get_embedder().encode
-    nav = load_config().navigation  # the branch's size: navigation.branch_sections / _tokens
+    nav = load_config().navigation  # the branch's size: navigation.branch_* keys
     branch = choose(question, tree.sections, tree.chunks, embed([question])[0],
-                    sections=nav.branch_sections, max_tokens=nav.branch_tokens)
+                    sections=nav.branch_sections, max_tokens=nav.branch_tokens,
+                    max_share=nav.branch_share)
     evidence = [{"doc_id": tree.doc_id, "source": tree.source, "page": int(r["page"]),
                  "bbox": list(r.get("bbox") or []), "kind": "text", "text": r["text"],
                  "score": 0.0, "via": "navigation"} for r in branch.chunks]

@@ -3,10 +3,11 @@ the passages within them: the branch a `--doc` answer is given from.
 
 Each chunk scores by its cosine to the question (SBERT vectors, as stored), the share of the
 question's words it holds, and, when the question asks for a financial statement or a metric
-one reports, whether its page is that statement's (resources/recall/statements.py). A part
+one reports, whether its page is that statement's, the fuller the more (the statement over a
+table repeating a few of its lines: resources/recall/statements.py, as text recall). A part
 scores by its best chunk, plus its centroid's cosine (its summary vector) and the words of its
 and its section's titles. The best `sections` parts are the branch; their chunks are loaded in
-reading order, best chunks first when they exceed `max_tokens`.
+reading order, best chunks first when they exceed `max_tokens` or `max_share` of the document.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from h3.ontology.sections import Section
-from h3.resources.navigation.tree import chunk_order
-from h3.resources.recall.statements import asked_statements, classify_page
+from h3.resources.navigation.tree import PART_TOKENS, chunk_order
+from h3.resources.recall.statements import asked_statements, page_boosts, page_strengths
 from h3.resources.recall.text import _stem, coverage, query_terms_all, stems
 from h3.resources.settings import NavigationSettings
 
 # parts a question loads by default: h3_config.yaml's `navigation.branch_sections` (the callers
-# pass the loaded config's value, with `navigation.branch_tokens` as `max_tokens`)
+# pass the loaded config's value, with `navigation.branch_tokens` as `max_tokens` and
+# `navigation.branch_share` as `max_share`)
 BRANCH_SECTIONS = NavigationSettings().branch_sections
 COVERAGE_WEIGHT = 0.3  # share of the question's words a chunk holds
 VECTOR_WEIGHT = 0.3  # the part's centroid cosine
@@ -64,9 +66,10 @@ def chunk_scores(question: str, rows: Sequence[dict], question_vector: np.ndarra
         texts: dict[int, list[str]] = {}
         for r in rows:
             texts.setdefault(int(r["page"]), []).append(r["text"] or "")
-        boost = {p: max((asked[s] for s in classify_page(t) if s in asked), default=0.0)
-                 for p, t in texts.items()}
-        scores += np.asarray([boost[int(r["page"])] for r in rows], np.float32)
+        # scaled by the page's strength, as text recall does: the statement itself over a
+        # segment table or a quarterly summary that repeats a few of its lines
+        boost = page_boosts(asked, page_strengths(texts))
+        scores += np.asarray([boost.get(int(r["page"]), 0.0) for r in rows], np.float32)
     return scores
 
 
@@ -104,11 +107,18 @@ def rank_parts(question: str, tree: Sequence[Section], rows: Sequence[dict],
 
 def choose(question: str, tree: Sequence[Section], rows: Sequence[dict],
            question_vector: np.ndarray, sections: int = BRANCH_SECTIONS,
-           max_tokens: int | None = None) -> Branch:
+           max_tokens: int | None = None, max_share: float | None = None) -> Branch:
     """The branch for `question`: the best `sections` parts and their chunks (the best ones
-    first when they hold more than `max_tokens` tokens, then back in reading order)."""
+    first when they hold more than `max_tokens` tokens, or more than `max_share` of the
+    document's tokens but never less than one part's, PART_TOKENS; then back in reading
+    order). The loaded passages never exceed either bound."""
     if sections < 1:
         raise ValueError(f"sections must be >= 1, not {sections}")
+    if max_share is not None:
+        if not 0 < max_share <= 1:
+            raise ValueError(f"max_share must be in (0, 1], not {max_share}")
+        share = max(int(max_share * sum(_tokens(r) for r in rows)), PART_TOKENS)
+        max_tokens = share if max_tokens is None else min(max_tokens, share)
     ranked = rank_parts(question, tree, rows, question_vector)
     parts = [p for p, _ in ranked[:sections]]
     wanted = {c for p in parts for c in p.chunk_ids}

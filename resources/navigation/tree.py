@@ -25,8 +25,8 @@ from h3.resources.navigation.summaries import part_summary, section_summary
 from h3.resources.recall.statements import STATEMENTS
 
 MIN_SECTIONS = 3
-# Tokens of one part: three parts (the default branch) are ~3.6K tokens, under half the bundled
-# model's 8K context and under 10% of a 100-page filing's KV.
+# Tokens of one part: five parts (the default branch) are ~6K tokens at most, their best ~4.5K
+# loaded (navigation.branch_tokens): ~4% of a 100-page filing's KV.
 PART_TOKENS = 1200
 # A top section smaller than this merges into the one before it (a table of contents lists
 # every Item on one page: each would otherwise be a section of a few tokens).

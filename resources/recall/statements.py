@@ -175,12 +175,32 @@ def classify_document(ctx: RecallContext, doc_id: str) -> dict[str, dict[int, fl
     texts: dict[int, list[str]] = {}
     for r in ctx.store.rows("chunks", f"doc_id = {sql_str(doc_id)}", ["page", "text"]):
         texts.setdefault(int(r["page"]), []).append(r["text"] or "")
+    return page_strengths(texts)
+
+
+def page_strengths(texts: dict[int, list[str]]) -> dict[str, dict[int, float]]:
+    """statement -> {page: strength} of one document's pages (page -> its chunks' texts): the
+    pages `classify_page` finds a statement's, each with its line items relative to the
+    document's fullest page of that statement (1.0: the statement itself)."""
     counts: dict[str, dict[int, int]] = {s: {} for s in STATEMENTS}
     for page, page_texts in texts.items():
         for statement, n in classify_page(page_texts).items():
             counts[statement][page] = n
     return {s: {p: n / max(found.values()) for p, n in found.items()}
             for s, found in counts.items()}
+
+
+def page_boosts(asked: dict[str, float], pages: dict[str, dict[int, float]]
+                ) -> dict[int, float]:
+    """page -> score boost of one document's statement pages (`page_strengths`) for the
+    statements a query asks for (`asked_statements`): the asked weight, half of it for a page
+    with few of the statement's lines (a summary table repeating a few of them)."""
+    out: dict[int, float] = {}
+    for statement, found in pages.items():
+        if statement in asked:
+            for page, strength in found.items():
+                out[page] = max(out.get(page, 0.0), asked[statement] * (0.5 + 0.5 * strength))
+    return out
 
 
 def _document_versions(ctx: RecallContext) -> dict[str, str]:
@@ -212,16 +232,9 @@ RULES_VERSION = hashlib.sha256(repr((
 
 def boosts(ctx: RecallContext, query: str, doc_ids: list[str] | set[str]
            ) -> dict[tuple[str, int], float]:
-    """(doc_id, page) -> score boost of the statement pages the query asks for: the asked
-    weight, half of it for a page with few of the statement's lines."""
+    """(doc_id, page) -> score boost of the statement pages the query asks for (`page_boosts`)."""
     asked = asked_statements(query)
     if not asked:
         return {}
-    out: dict[tuple[str, int], float] = {}
-    for doc_id in doc_ids:
-        for statement, pages in statement_pages(ctx, doc_id).items():
-            if statement in asked:
-                for page, strength in pages.items():
-                    boost = asked[statement] * (0.5 + 0.5 * strength)
-                    out[(doc_id, page)] = max(out.get((doc_id, page), 0.0), boost)
-    return out
+    return {(doc_id, page): boost for doc_id in doc_ids
+            for page, boost in page_boosts(asked, statement_pages(ctx, doc_id)).items()}

@@ -184,7 +184,64 @@ def test_keys_navigation_branch_sections_and_tokens_size_the_branch(tmp_path, mo
                                          embed)[1]
 
     shipped, one = branch(), branch(branch_sections=1)
-    assert len(one.parts) == 1 < len(shipped.parts) == 3
+    assert len(one.parts) == 1 < len(shipped.parts) == 5
     assert one.parts[0] == shipped.parts[0]  # the same best part, fewer of the rest
     small = branch(branch_tokens=250)
     assert small.tokens <= 250 < shipped.tokens and small.parts == shipped.parts
+
+
+def _axis(cos: float, axis: int) -> list[float]:
+    """A unit vector at cosine `cos` to the question's (axis 0), off along its own `axis`."""
+    v = np.zeros(384, np.float32)
+    v[axis] = np.sqrt(1 - cos**2)
+    v[0] = cos
+    return list(map(float, v))
+
+
+def _one_part_a_page(pages: dict[int, tuple[str, float]]) -> tuple[list[Section], list[dict]]:
+    """A tree of one section and one single-chunk part per page (text, cosine to the question)."""
+    rows, tree = [], []
+    for i, (page, (text, cos)) in enumerate(pages.items()):
+        rows.append({"chunk_id": f"d1:c{i}", "page": page, "text": text, "kind": "text",
+                     "section": "", "token_count": 300, "vector": _axis(cos, i + 1)})
+        tree += [Section(doc_id="d1", section_id=f"s{i + 1}", level=1, title=f"Part {i + 1}",
+                         page_start=page, page_end=page, chunk_ids=(f"d1:c{i}",), tokens=300),
+                 Section(doc_id="d1", section_id=f"s{i + 1}.1", level=2, title=f"Part {i + 1}",
+                         page_start=page, page_end=page, parent_id=f"s{i + 1}",
+                         chunk_ids=(f"d1:c{i}",), tokens=300, vector=tuple(rows[-1]["vector"]))]
+    return tree, rows
+
+
+def test_a_statement_question_goes_to_the_statement_not_to_a_table_repeating_a_few_lines():
+    # page 30: the income statement (every line item); page 80: a segment table that repeats
+    # four of its lines, nearer the question by cosine. Both are income pages, but the
+    # statement is the fuller one (as text recall ranks them: statements.page_boosts)
+    statement = ("Net sales 9,120 8,410 Cost of sales 5,230 4,980 Gross profit 3,890 3,430 "
+                 "Research and development 610 590 Operating income 1,420 1,210 "
+                 "Interest expense 120 110 Income before income taxes 1,300 1,100 "
+                 "Provision for income taxes 270 240 Net income 1,030 860 "
+                 "Diluted earnings per share 4.12 3.41")
+    segment = ("Segment results: Net sales 9,120 8,410 Cost of sales 5,230 4,980 "
+               "Operating income 1,420 1,210 Net income 1,030 860")
+    tree, rows = _one_part_a_page({12: ("Our products are sold in 40 countries.", 0.30),
+                                   30: (statement, 0.40), 80: (segment, 0.42)})
+    question = "What does the P&L report?"
+    branch = choose(question, tree, rows, np.asarray(_axis(1.0, 0), np.float32), sections=1)
+    assert branch.parts[0].holds_page(30), branch.to_json()
+
+
+def test_the_branch_loads_at_most_its_share_of_the_document_and_one_part_at_least():
+    pages = {p: (f"Passage {p} on revenue.", 0.5 - p / 100) for p in range(1, 21)}
+    tree, rows = _one_part_a_page(pages)  # 20 parts of 300 tokens: 6,000 tokens
+    q = np.asarray(_axis(1.0, 0), np.float32)
+    five = choose("revenue", tree, rows, q, sections=5)
+    assert five.tokens == 1500
+    shared = choose("revenue", tree, rows, q, sections=5, max_share=0.1)
+    # a tenth of 6,000 tokens is under one part's (PART_TOKENS): one part's worth is kept,
+    # the best chunks first
+    assert shared.tokens <= PART_TOKENS < five.tokens and shared.parts == five.parts
+    assert {r["page"] for r in shared.chunks} == {1, 2, 3, 4}
+    both = choose("revenue", tree, rows, q, sections=5, max_tokens=600, max_share=0.1)
+    assert both.tokens == 600
+    with pytest.raises(ValueError, match="max_share"):
+        choose("revenue", tree, rows, q, max_share=0)
