@@ -27,6 +27,9 @@ class Hit:
     # every box of the page that matched (hits of one page merge into one: issue 11); the
     # first is `bbox`. Empty = just `bbox`.
     boxes: tuple[BBox, ...] = field(default_factory=tuple)
+    # the other matched chunks of the page, best first, as (box, text): `text` is the best
+    # one's only, and an answer may stand in another (a page's second table)
+    passages: tuple[tuple[BBox, str], ...] = field(default_factory=tuple)
 
     def to_json(self) -> dict:
         boxes = self.boxes or (self.bbox,)
@@ -35,4 +38,6 @@ class Hit:
             "bbox": [round(float(v), 2) for v in self.bbox], "kind": self.kind, "text": self.text,
             "score": round(float(self.score), 4), "via": self.via, "entities": list(self.entities),
             "boxes": [[round(float(v), 2) for v in b] for b in boxes],
+            "passages": [{"bbox": [round(float(v), 2) for v in b], "text": t}
+                         for b, t in self.passages],
         }

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from h3.ontology.answer import Answer
 from h3.ontology.ids import doc_id_of_partition
-from h3.resources.answers.extractive import extract
+from h3.resources.answers.extractive import extract, passages
 from h3.resources.answers.grounding import check
 from h3.resources.recall.documents import ABSENT_COMPANY_NOTE
 from h3.resources.store import DocumentStore, sql_str
@@ -274,13 +274,18 @@ def model_evidence(evidence: list[dict], quotes: list[dict], runtime: ReuseRunti
     answers closer to the quotes when the other hits do not crowd them out."""
     where = {(q["doc_id"], q["page"], tuple(q["bbox"])): i for i, q in reversed(list(enumerate(quotes)))}
 
+    def key_of(hit: dict) -> tuple:
+        return (hit.get("doc_id"), int(hit.get("page") or 0), tuple(hit.get("bbox") or []))
+
     def order(item: tuple[int, dict]) -> tuple[int, int]:
         rank, hit = item
-        key = (hit.get("doc_id"), int(hit.get("page") or 0), tuple(hit.get("bbox") or []))
-        return (where.get(key, len(quotes)), rank)
+        return (where.get(key_of(hit), len(quotes)), rank)
 
+    # a quote may stand in a page's other matched chunk (recall's `passages`): that one too
+    quoted = [piece for hit in evidence for piece in passages(hit)[1:] if key_of(piece) in where]
+    pieces = evidence + quoted
     read, used = [], 0
-    for _, hit in sorted(enumerate(evidence), key=order):
+    for _, hit in sorted(enumerate(pieces), key=order):
         tokens = len(runtime.layout.chunk_ids(ChunkText("", int(hit["page"]), hit["text"])))
         if read and used + tokens > max_tokens:
             continue  # a shorter hit further down may still fit

@@ -256,9 +256,17 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in out if len(s.strip()) > 3]
 
 
+def passages(hit: dict) -> list[dict]:
+    """A recalled hit and its page's other matched chunks (`passages`: recall merges a page's
+    hits into its best one), each as a hit of its own box and text."""
+    return [hit] + [{**hit, "bbox": p["bbox"], "text": p["text"], "passages": []}
+                    for p in hit.get("passages") or ()]
+
+
 def candidates(hits: list[dict]) -> list[Candidate]:
     out = []
-    for rank, hit in enumerate(hits):
+    for rank, hit in ((rank, piece) for rank, whole in enumerate(hits)
+                      for piece in passages(whole)):
         text = hit.get("text") or ""
         rows = table_rows(text)
         if rows:

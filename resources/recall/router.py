@@ -213,22 +213,37 @@ def fuse(lists: list[list[Hit]]) -> list[Hit]:
 def merge_pages(hits: list[Hit]) -> list[Hit]:
     """One hit per (document, page), in the order of `hits` (best first): the best hit's fields
     and score, with the boxes of every hit of that page after its own (issue 11: a page
-    filling two of five slots hides another answer). A structural hit (a table or figure the
-    query asked for) is an answer of its own: two figures of one page stay two hits."""
+    filling two of five slots hides another answer) and the other hits' texts as its
+    `passages` (an answer on the page's second table stays quotable). A structural hit (a
+    table or figure the query asked for) is an answer of its own: two figures of one page
+    stay two hits."""
     merged: dict[tuple, Hit] = {}
     boxes: dict[tuple, list] = {}
+    passages: dict[tuple, list] = {}
     for h in hits:
         key = _page_key(h)
         if key not in merged:
             merged[key] = h
             boxes[key] = list(h.boxes or (h.bbox,))
-        else:
-            for b in h.boxes or (h.bbox,):
-                if all(tuple(round(v) for v in b) != tuple(round(v) for v in o)
-                       for o in boxes[key]):
-                    boxes[key].append(b)
-    return [dataclasses.replace(h, boxes=tuple(tuple(float(v) for v in b) for b in boxes[key]))
+            passages[key] = list(h.passages)
+            continue
+        for b in h.boxes or (h.bbox,):
+            if all(_rounded(b) != _rounded(o) for o in boxes[key]):
+                boxes[key].append(b)
+        texts = {merged[key].text} | {t for _, t in passages[key]}
+        passages[key].extend((_floats(b), t) for b, t in ((h.bbox, h.text), *h.passages)
+                             if t and t not in texts)
+    return [dataclasses.replace(h, boxes=tuple(_floats(b) for b in boxes[key]),
+                                passages=tuple(passages[key]))
             for key, h in merged.items()]
+
+
+def _rounded(box) -> tuple:
+    return tuple(round(v) for v in box)
+
+
+def _floats(box) -> tuple:
+    return tuple(float(v) for v in box)
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:

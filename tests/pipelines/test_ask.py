@@ -114,10 +114,15 @@ def test_answers_quote_their_evidence_and_the_model_text_is_checked(home, capsys
     out = ask(capsys, "What was the total revenue in 2023?", "--k", "3")
     assert out["quotes"] and out["answer"] == out["quotes"][0]["text"]
     pages = {(h["doc_id"], h["page"]) for h in out["evidence"]}
-    for q in out["quotes"]:  # each quote is verbatim text of a recalled hit, with its page
+    for q in out["quotes"]:  # each quote is verbatim text of a recalled hit (or of another
+        # matched chunk of its page: its `passages`), with its page
         assert (q["doc_id"], q["page"]) in pages and q["bbox"] and q["source"]
-        hit_texts = " ".join(" ".join(h["text"].split()) for h in out["evidence"])
-        assert all(word in hit_texts for word in q["text"].replace("…", " ").split()[:4])
+        texts = [t for h in out["evidence"]
+                 for t in [h["text"], *(p["text"] for p in h.get("passages", []))]]
+        hit_texts = " ".join(" ".join(t.split()) for t in texts)
+        # (a table row is quoted as "row label: column header value; ...")
+        words = q["text"].replace("…", " ").split()[:4]
+        assert all(word.rstrip(":;") in hit_texts for word in words)
     g = out["grounding"]
     assert g["checked"] is True and isinstance(g["model_text"], str)
     # the tiny random model writes noise: shown only if it passed the check

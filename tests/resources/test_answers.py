@@ -335,3 +335,27 @@ def test_prose_that_layout_boxed_as_a_one_column_table_is_still_quoted():
     assert quotes and "election to its Board of Directors of Jane Q. Public." in quotes[0]["text"]
     # a grid with figure rows is read as rows, as before
     assert extract("What was net income in 2023?", [hit(CASH_FLOWS, 1)])[0]["kind"] == "table_row"
+
+
+def test_an_answer_in_a_pages_other_matched_chunk_is_quoted_with_its_own_box():
+    """Recall merges a page's hits into its best one; the others ride along as `passages`.
+    The cash-flow table was the page's second chunk: before, only the first chunk's prose
+    could be quoted, and the model never read the table."""
+    from h3.ontology.document import Hit
+    from h3.resources.answers.ask import model_evidence
+    from h3.resources.recall.router import merge_pages
+
+    def page_hit(text, score, box):
+        return Hit("d1", "/in/acme-2023.pdf", 7, box, "text", text, score, "text")
+
+    merged = merge_pages([page_hit(PROSE, 0.9, (0, 0, 10, 10)),
+                          page_hit(CASH_FLOWS, 0.8, (0, 20, 10, 30)),
+                          page_hit(PROSE, 0.7, (0, 40, 10, 50))])  # the same text: once
+    assert len(merged) == 1 and merged[0].passages == (((0.0, 20.0, 10.0, 30.0), CASH_FLOWS),)
+    as_json = merged[0].to_json()
+    assert as_json["text"] == PROSE and as_json["passages"][0]["text"] == CASH_FLOWS
+    quotes = extract("How much were dividends paid in 2023?", [as_json])
+    assert "3,193" in quotes[0]["text"] and quotes[0]["bbox"] == [0.0, 20.0, 10.0, 30.0]
+    words = SimpleNamespace(layout=SimpleNamespace(chunk_ids=lambda c: c.text.split()))
+    read = model_evidence([as_json], quotes, words, 1000)
+    assert [h["text"] for h in read] == [CASH_FLOWS, PROSE]  # the quoted passage first
