@@ -83,11 +83,11 @@ class NavigationSettings(Section):
     branch_sections: int = Field(5, gt=0)
     # the branch's passages at most, in chunk tokens (best chunks kept first; the same
     # evidence kept on those questions as with 6000): the bundled model's tokenizer counts up
-    # to ~1.55x more on tables of figures (navigate bench: 5 parts within 6000 chunk tokens
-    # made prompts of up to 8.7K tokens), so 4500 stays within its 7.7K with a question
-    branch_tokens: int = Field(4500, gt=0)
+    # to ~1.7x more on tables of figures (navigate bench: 5 parts within 6000 chunk tokens made
+    # prompts of up to 8.7K tokens, within 4500 up to 7.7K), so 4000 stays within its 7.7K
+    branch_tokens: int = Field(4000, gt=0)
     # ... and at most this share of the document's tokens (never under one part's,
-    # tree.PART_TOKENS): a question over a 40K-token filing loads 4K of it, not 4.5K
+    # tree.PART_TOKENS): a question over a 30K-token filing loads 3K of it, not 4K
     branch_share: float = Field(0.10, gt=0, le=1)
 
 

@@ -25,7 +25,7 @@ from h3.resources.navigation.summaries import part_summary, section_summary
 from h3.resources.recall.statements import STATEMENTS
 
 MIN_SECTIONS = 3
-# Tokens of one part: five parts (the default branch) are ~6K tokens at most, their best ~4.5K
+# Tokens of one part: five parts (the default branch) are ~6K tokens at most, their best ~4K
 # loaded (navigation.branch_tokens): ~4% of a 100-page filing's KV.
 PART_TOKENS = 1200
 # A top section smaller than this merges into the one before it (a table of contents lists
