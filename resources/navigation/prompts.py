@@ -68,7 +68,8 @@ def branch_segments(runtime: ReuseRuntime, branch: Branch, question: str, reuse:
     # that fit the model) serves every part it covers: nothing is computed for those
     document = runtime.store.find(branch.doc_id, runtime.model_key) if reuse else None
     covered = set(document.span_digests) if document is not None else set()
-    pieces = []
+    pieces, rank_of = [], {p.section_id: i for i, p in enumerate(branch.parts)}  # best first
+    part_of: dict[str, int] = {}  # passage chunk id -> its part's rank
     for part in parts:
         # the whole part is stored (the passages are slices of it), so a later question that
         # loads other passages of the part finds them stored too
@@ -76,6 +77,7 @@ def branch_segments(runtime: ReuseRuntime, branch: Branch, question: str, reuse:
         in_document = bool(whole) and all(t.digest() in covered for t in whole)
         kv_id = branch.doc_id if in_document else part_kv_id(branch.doc_id, part.section_id)
         pieces += [(kv_id, t) for t in whole if t.chunk_id in wanted]
+        part_of.update((t.chunk_id, rank_of.get(part.section_id, len(rank_of))) for t in whole)
         if not reuse or not whole:
             continue
         if in_document:
@@ -88,4 +90,25 @@ def branch_segments(runtime: ReuseRuntime, branch: Branch, question: str, reuse:
             state["kv_computed_tokens"] += index.tokens
             state["kv_compute_s"] += time.perf_counter() - t0
     state["kv_compute_s"] = round(state["kv_compute_s"], 3)
+    pieces, dropped = fit_context(pieces, part_of, runtime)
+    if dropped:
+        state["passages_dropped_to_fit"] = dropped
     return runtime.evidence_segments(pieces, question), state
+
+
+def fit_context(pieces: list[tuple[str, ChunkText]], part_of: dict[str, int],
+                runtime: ReuseRuntime) -> tuple[list[tuple[str, ChunkText]], int]:
+    """The passages that fit the model's context (`max_document_tokens`, counted with the
+    model's own tokenizer), and how many were dropped: the last passages of the lowest-ranked
+    part go first, never the last one. The branch's token bound counts the ingestion
+    tokenizer's tokens, and the model's counts ~1.7x as many on tables of figures: a branch of
+    4,500 such tokens made a 7.7K-token prompt, at the bundled model's limit."""
+    limit = runtime.max_document_tokens()
+    sizes = [len(runtime.layout.chunk_ids(t)) for _, t in pieces]
+    total = len(runtime.layout.head_ids) + sum(sizes)
+    kept = list(range(len(pieces)))
+    while total > limit and len(kept) > 1:
+        worst = max(kept, key=lambda i: (part_of.get(pieces[i][1].chunk_id, 0), i))
+        kept.remove(worst)
+        total -= sizes[worst]
+    return [pieces[i] for i in kept], len(pieces) - len(kept)

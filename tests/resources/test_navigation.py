@@ -245,3 +245,30 @@ def test_the_branch_loads_at_most_its_share_of_the_document_and_one_part_at_leas
     assert both.tokens == 600
     with pytest.raises(ValueError, match="max_share"):
         choose("revenue", tree, rows, q, max_share=0)
+
+
+def test_a_branch_longer_than_the_models_context_drops_its_weakest_parts_passages_first():
+    """The branch's token bound counts the ingestion tokenizer's tokens; the model's may count
+    more (tables of figures): the prompt is cut to the model's context, the lowest-ranked
+    part's last passages first, never the best part's."""
+    from types import SimpleNamespace
+
+    from h3.resources.navigation.prompts import fit_context
+    from h3_runtime.reuse.prompt import ChunkText
+
+    runtime = SimpleNamespace(layout=SimpleNamespace(chunk_ids=lambda c: c.text.split(),
+                                                     head_ids=[0, 0]),
+                              max_document_tokens=lambda: 2 + 30)
+    pieces = [("d#a", ChunkText("d:c1", 1, "w " * 10)), ("d#b", ChunkText("d:c2", 2, "w " * 10)),
+              ("d#a", ChunkText("d:c3", 3, "w " * 10)), ("d#b", ChunkText("d:c4", 4, "w " * 10))]
+    part_of = {"d:c1": 0, "d:c3": 0, "d:c2": 1, "d:c4": 1}  # part a ranked first
+    kept, dropped = fit_context(pieces, part_of, runtime)
+    assert [t.chunk_id for _, t in kept] == ["d:c1", "d:c2", "d:c3"] and dropped == 1
+    runtime.max_document_tokens = lambda: 2 + 20
+    kept, dropped = fit_context(pieces, part_of, runtime)
+    assert [t.chunk_id for _, t in kept] == ["d:c1", "d:c3"] and dropped == 2
+    runtime.max_document_tokens = lambda: 5  # never nothing: the best part's first passage
+    kept, _ = fit_context(pieces, part_of, runtime)
+    assert [t.chunk_id for _, t in kept] == ["d:c1"]
+    runtime.max_document_tokens = lambda: 1000
+    assert fit_context(pieces, part_of, runtime) == (pieces, 0)
