@@ -88,6 +88,7 @@ class H3Cache(Cache):
         self.block_keys = block_keys  # ids seen so far -> content keys for the cold tier
         self._transient = 0
         self._spare = 0  # tokens of room a growing exact buffer takes now (update, layer 0)
+        self._expected = 0  # tokens the prompt being built will hold (expect_tokens)
 
     @property
     def pool(self) -> HotPool:
@@ -130,6 +131,15 @@ class H3Cache(Cache):
         if head == 1:
             head, tail = 2, tail - 1
         return [min(C, head - s) for s in range(0, head, C)] + [tail]
+
+    def expect_tokens(self, n_tokens: int) -> None:
+        """The prompt being built will hold `n_tokens` tokens: each layer's warm arena is
+        reserved for them at once (`reserve_warm`), not grown as the tokens come."""
+        self._expected = max(self._expected, n_tokens)
+
+    def _warm_tokens(self) -> int:
+        """Tokens a layer's warm arena makes room for: those seen, or the expected prompt's."""
+        return max(len(self.token_ids), self._expected)
 
     def note_tokens(self, input_ids: torch.Tensor | None) -> None:
         """Records the ids of the next forward (batch 1), for content-addressed cold keys."""
@@ -177,7 +187,7 @@ class H3Cache(Cache):
         if layer.store is None:
             self._to_sparse(layer_idx, key_states)
         if q > 1:  # a prefill chunk: the forward call's ids are all noted already
-            layer.store.reserve_warm(len(self.token_ids), len(self.layers))
+            layer.store.reserve_warm(self._warm_tokens(), len(self.layers))
         self.pool.reserve(nbytes, "transient chunk")
         self._transient = nbytes
         _pending.item = (self, layer_idx, key_states)
@@ -234,7 +244,7 @@ class H3Cache(Cache):
         self._free_exact(layer)
         layer.keys = layer.values = None
         store = TieredLayerAttention(layer_idx, self.geometry, H, D, like.dtype, like.device, self.ctx)
-        store.reserve_warm(len(self.token_ids), len(self.layers))
+        store.reserve_warm(self._warm_tokens(), len(self.layers))
         if keys is not None:
             store.commit(keys, values)  # -> sinks / warm blocks / ring
         layer.store = store
@@ -267,7 +277,7 @@ class H3Cache(Cache):
                 layer.lazy_initialization(empty_k, v[:, :, :0].to(self.device))
             if layer.store is None:
                 self._to_sparse(layer_idx, empty_k)
-            layer.store.reserve_warm(len(self.token_ids), len(self.layers))
+            layer.store.reserve_warm(self._warm_tokens(), len(self.layers))
             layer.store.commit(keys[layer_idx], values[layer_idx])  # (H_kv, T, D) -> tiers
 
     @torch.inference_mode()

@@ -25,6 +25,9 @@ class ReuseCache(Protocol):
     def note_tokens(self, input_ids: torch.Tensor | None) -> None:
         """Records the ids of the next forward (batch 1)."""
 
+    def expect_tokens(self, n_tokens: int) -> None:
+        """The prompt about to be built holds `n_tokens` tokens (room can be made once)."""
+
 
 class PlainCache(DynamicCache):
     """transformers' `DynamicCache` (same tensors, same attention) with the `ReuseCache` methods:
@@ -44,6 +47,9 @@ class PlainCache(DynamicCache):
 
     def note_tokens(self, input_ids: torch.Tensor | None) -> None:
         pass  # a plain cache keys nothing by token ids
+
+    def expect_tokens(self, n_tokens: int) -> None:
+        pass  # a DynamicCache grows by concatenation whatever it is told
 
 
 def forward_tokens(model: torch.nn.Module, cache: ReuseCache, token_ids: Sequence[int]

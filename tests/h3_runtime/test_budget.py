@@ -136,3 +136,31 @@ def test_exact_decode_writes_new_tokens_in_place(tmp_path):
     assert not cache.sparse and cache.pool.peak_bytes <= cache.pool.budget_bytes
     cache.release()
     assert cache.pool.used_bytes == 0 and cache.pool.occupied_bytes == 0
+
+
+@pytest.mark.parametrize("announced", [True, False])
+def test_a_prompt_loaded_in_pieces_reserves_its_warm_rows_once_when_announced(tmp_path, announced):
+    """Reuse builds a prompt from many loaded spans (a navigated branch: ~25); told the prompt's
+    length first (`expect_tokens`), each layer's warm arena is reserved for all of it with the
+    first piece, not grown (and copied) piece after piece."""
+    n, pieces = 1024, 8
+    full = n * kv_bytes_per_token(MODEL)
+    cfg = {"runtime": {"block_tokens": 16, "prefill_chunk_tokens": 128, "recent_tokens": 32}}
+    engine = H3Engine(model=MODEL, hbm_size_gb=full * 0.1 / 2**30, config=cfg,
+                      cold_storage_path=tmp_path / "kv")
+    c = MODEL.config
+    D = c.hidden_size // c.num_attention_heads
+    g = torch.Generator().manual_seed(4)
+    keys = torch.randn(c.num_hidden_layers, c.num_key_value_heads, n, D, generator=g)
+    values = torch.randn(c.num_hidden_layers, c.num_key_value_heads, n, D, generator=g)
+    cache = engine.new_cache()
+    if announced:
+        cache.expect_tokens(n)
+    step, reserved = n // pieces, []
+    for a in range(0, n, step):
+        cache.append_kv(keys[:, :, a:a + step], values[:, :, a:a + step], list(range(a, a + step)))
+        reserved.append(engine.stats()["warm_reserved_bytes"])
+    assert cache.sparse
+    grew = sum(b > a for a, b in zip(reserved, reserved[1:], strict=False))
+    assert (grew == 0) if announced else (grew > 0)
+    cache.release()
