@@ -25,7 +25,8 @@ DETAIL = {"misses", "stage_cpu_s", "stage_pages_per_s", "stage_cpu_s_per_page", 
 # What each scenario measures, one line each.
 DESCRIPTIONS = {
     "navigate": "H⁴ navigation: the development questions asked with `--doc` on their own filing: "
-                "branch recall at 1/3/5 parts (an evidence page inside the chosen parts), KV "
+                "branch recall at 1/3/5 parts (an evidence page inside the chosen parts) and "
+                "of the shipped branch (`branch_recall_shipped`: among the passages it loads), KV "
                 "loaded per question against the whole document's, beside flat recall (top 5 "
                 "chunks) and the leading chunks that fit the model (`fit_chunks`, before); the "
                 "document summary's section coverage; time to first token on a sample.",
@@ -65,7 +66,8 @@ DESCRIPTIONS = {
              "halves pooled, each in `halves`): AHAS, LRU, LFU and no cache on the same stream, "
              "warm budget a quarter of the streams' KV; warm/hot hit rates, bytes read from "
              "disk, prefetch precision/recall, TTFT through the `h3 ask` path; `ablation`: AHAS "
-             "with one rule off.",
+             "with one rule off; `seed_spread`: 20 streams of each kind per policy (placeholder "
+             "blocks), AHAS's margin over LRU as mean, min and max.",
     "filings": "Page recall, routing and CEO/CFO questions on the development filings (companies "
                "split into a tune and a check half), with and without the routing prior and "
                "with the company taken out of the question; recall latency.",
