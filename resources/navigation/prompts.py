@@ -77,7 +77,7 @@ def branch_segments(runtime: ReuseRuntime, branch: Branch, question: str, reuse:
         in_document = bool(whole) and all(t.digest() in covered for t in whole)
         kv_id = branch.doc_id if in_document else part_kv_id(branch.doc_id, part.section_id)
         pieces += [(kv_id, t) for t in whole if t.chunk_id in wanted]
-        part_of.update((t.chunk_id, rank_of.get(part.section_id, len(rank_of))) for t in whole)
+        part_of.update((t.chunk_id, rank_of[part.section_id]) for t in whole)
         if not reuse or not whole:
             continue
         if in_document:

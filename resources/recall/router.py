@@ -251,7 +251,7 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
     seen: set[tuple] = set()
     kept = []
     for h in hits:
-        key = (h.doc_id, h.page, tuple(round(v) for v in h.bbox))
+        key = (h.doc_id, h.page, _rounded(h.bbox))
         if key not in seen:
             seen.add(key)
             kept.append(h)

@@ -354,21 +354,20 @@ def text_recall(ctx: RecallContext, query: str, k: int,
         """The nearest chunks in the whole store, or (`w`, `ids`) in the preferred documents."""
         return _dense_lists(ctx, query, pool, w, ids) if ml else [dense(ctx, query, pool, w, ids)]
 
-    def fulltext_lists() -> list[list[dict]]:
-        return [fulltext(ctx, query, pool)] + ([fulltext(ctx, words, pool, where)] if where else [])
+    # the full-text searches: the whole store for the question, and the preferred documents
+    # for its words without the named company
+    searches = [(query, None)] + ([(words, where)] if where else [])
 
     ranked: list[tuple[dict, float]]
     if variant == "dense":
         ranked = rrf(*dense_lists(), *(dense_lists(where, preferred) if where else []))
     elif variant == "fulltext":
-        ranked = rrf(*fulltext_lists())
+        ranked = rrf(*(fulltext(ctx, q, pool, w) for q, w in searches))
     else:
         # the store searches wait in LanceDB's native code: run side by side, not in turn. The
         # full-text ones start first, while the query is embedded (onnxruntime also releases
         # the GIL); the search within the preferred documents follows the shorter full-text one
-        texts = [_SEARCHES.submit(fulltext, ctx, query, pool)]
-        if where:
-            texts.append(_SEARCHES.submit(fulltext, ctx, words, pool, where))
+        texts = [_SEARCHES.submit(fulltext, ctx, q, pool, w) for q, w in searches]
         ctx.query_vector(query)  # computed once here, not by two threads at once
         if ml:
             multilingual.query_vector(ctx, query)
