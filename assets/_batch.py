@@ -97,10 +97,13 @@ def per_document(context: AssetExecutionContext, fn: Callable[..., Payload | Rec
             context.log.warning(reason)
             payload = {"status": "failed", "reason": reason, "source": source}
         payload.setdefault("status", "ok")
-        payload["stage_seconds"] = round(time.perf_counter() - t0, 4)
-        # CPU of the whole process (every thread: torch/onnxruntime use both cores) meanwhile;
-        # unlike wall time it barely grows when other jobs share the machine.
-        payload["stage_cpu_seconds"] = round(time.process_time() - cpu0, 4)
+        payload["stage_seconds"] = round(
+            time.perf_counter() - t0 + payload.pop("worker_seconds", 0.0), 4)
+        # whole process (every thread: torch/onnxruntime use both cores), plus what a document
+        # worker spent on it (per_document_on_workers); unlike wall time it barely grows when
+        # other jobs share the machine.
+        payload["stage_cpu_seconds"] = round(
+            time.process_time() - cpu0 + payload.pop("worker_cpu_seconds", 0.0), 4)
         results[doc_id] = payload
         document_done(context, doc_ids, index, payload, stage)
     return results
@@ -164,3 +167,42 @@ def tag_run_with_files(context: AssetExecutionContext, sources: list[str | None]
     if len(sources) == 1 and sources[0]:
         tags["h3/file"] = Path(sources[0]).name
     context.instance.add_run_tags(context.run_id, tags)
+
+
+def per_document_on_workers(context: AssetExecutionContext, fn: Callable[..., Record],
+                            upstreams: tuple[dict[str, Payload], ...], reads: tuple[type, ...],
+                            cost_s: Callable[[tuple], float],
+                            args_of: Callable[[str, tuple], tuple] | None = None,
+                            ) -> dict[str, Payload]:
+    """per_document, with `fn(*args_of(doc_id, records))` (default: the upstream records) for
+    every document computed at once on the document workers (resources/document_workers.py).
+    `fn` is a module-level function returning a record; `cost_s(records)` estimates one
+    document's seconds on one core. Failures, progress and timings as per_document's."""
+    from h3.resources.document_workers import map_documents
+
+    args: dict[str, tuple] = {}
+    costs: dict[str, float] = {}
+    for doc_id in (doc_id_of_partition(k) for k in context.partition_keys):
+        inputs = [up.get(doc_id) or {} for up in upstreams]
+        if any(p.get("status") != "ok" for p in inputs):
+            continue  # per_document passes the upstream failure on
+        try:
+            records = tuple(cls.from_json(p) for cls, p in zip(reads, inputs, strict=True))
+        except Exception:  # noqa: BLE001, S112 - per_document reads it again and says why
+            continue
+        args[doc_id] = args_of(doc_id, records) if args_of else records
+        costs[doc_id] = cost_s(records)
+    outcomes = map_documents(fn, args, costs)
+
+    def result_of(doc_id: str, *_: Payload) -> Payload:
+        pending = outcomes.get(doc_id)
+        if pending is None:  # not sent to the workers: computed here, as per_document would
+            records = tuple(cls.from_json(p) for cls, p in zip(reads, _, strict=True))
+            return fn(*(args_of(doc_id, records) if args_of else records)).to_json()
+        outcome = pending.result()
+        if outcome.error is not None:
+            raise outcome.error
+        return {**outcome.value.to_json(), "worker_seconds": outcome.seconds,
+                "worker_cpu_seconds": outcome.cpu_seconds}
+
+    return per_document(context, result_of, *upstreams)

@@ -20,6 +20,7 @@ from dagster import (
 
 from h3.assets._batch import markdown_table, per_document, summary_metadata
 from h3.assets.partitioning import document_asset
+from h3.resources.document_workers import Outcome, map_documents
 from h3.resources.graph.build import MENTIONS
 from h3.resources.graph.store import write_document_graph
 from h3.resources.nlp.extract import TextUnit, extract
@@ -30,6 +31,7 @@ from h3.resources.store import DocumentStore, DocumentStoreResource, sql_str
 from h3.resources.store.tables import EDGES, ENTITIES
 
 TEXT_KINDS = ("text", "title", "list", "caption", "ocr_text")
+NER_S_PER_REGION = 1 / 300  # spaCy's English pipeline on one core, a text region (a paragraph)
 
 
 def document_units(store: DocumentStore, doc_id: str) -> list[TextUnit]:
@@ -39,6 +41,18 @@ def document_units(store: DocumentStore, doc_id: str) -> list[TextUnit]:
     rows.sort(key=lambda r: (r["page"], r["order"]))
     return [TextUnit(doc_id, int(r["page"]), tuple(float(v) for v in r["bbox"]), r["text"])
             for r in rows if r["kind"] in TEXT_KINDS and (r["text"] or "").strip()]
+
+
+def _readable_units(store: DocumentStore, doc_ids: list[str]) -> dict[str, list[TextUnit]]:
+    """document_units of each document that can be read (one that cannot fails on its own,
+    later, in per_document)."""
+    units = {}
+    for doc_id in doc_ids:
+        try:
+            units[doc_id] = document_units(store, doc_id)
+        except Exception:  # noqa: BLE001, S112 - per_document reads it again and reports why
+            continue
+    return units
 
 
 def role_units(store: DocumentStore, doc_id: str) -> list[RoleUnit]:
@@ -64,16 +78,23 @@ def document_profile(store: DocumentStore, doc_id: str) -> DocumentProfile:
     return current_profile(stored, row.get("source") or "")
 
 
-def graph_for_document(store: DocumentStore, doc_id: str) -> dict:
-    """Extracts and stores one document's graph; returns counts and a few edges."""
-    extraction = extract(document_units(store, doc_id))
+def graph_for_document(store: DocumentStore, doc_id: str,
+                       extracted: Outcome | None = None) -> dict:
+    """Extracts (or takes `extracted`, `extract`'s outcome on a document worker) and stores
+    one document's graph; returns counts and a few edges."""
+    if extracted is None:
+        extracted = Outcome(extract(document_units(store, doc_id)), None, 0.0, 0.0)
+    if extracted.error is not None:
+        raise extracted.error
+    extraction = extracted.value
     profile = document_profile(store, doc_id)  # offices "the Company" holds go to its issuer
     extraction.edges.extend(extract_roles(role_units(store, doc_id), profile.issuer,
                                           profile.aliases))
     counts = write_document_graph(store, doc_id, extraction)
     sample = [{"head": e.head_text, "relation": e.relation, "tail": e.tail_text, "page": e.page}
               for e in extraction.edges[:5]]
-    return {**counts, "sample": sample}
+    return {**counts, "sample": sample, "worker_seconds": extracted.seconds,
+            "worker_cpu_seconds": extracted.cpu_seconds}
 
 
 @document_asset(group_name="knowledge", kinds={"spacy", "lancedb"},
@@ -89,7 +110,14 @@ def knowledge_graph(context: AssetExecutionContext, cold_store: dict,
                     "skipped": note} for d, p in cold_store.items()}
     db = store.get_store()
     t0 = time.perf_counter()
-    results = per_document(context, lambda doc_id, _: graph_for_document(db, doc_id), cold_store)
+    # every document's entities at once, on every core (the stage is mostly spaCy's NER)
+    units = _readable_units(db, [d for d, p in cold_store.items() if p.get("status") == "ok"])
+    extracted = map_documents(extract, {d: (u,) for d, u in units.items()},
+                              {d: len(u) * NER_S_PER_REGION for d, u in units.items()})
+    results = per_document(
+        context, lambda doc_id, _: graph_for_document(
+            db, doc_id, extracted[doc_id].result() if doc_id in extracted else None),
+        cold_store)
     meta = summary_metadata(results)
     ok = [p for p in results.values() if p.get("status") == "ok"]
     meta.update({

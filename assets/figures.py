@@ -13,7 +13,7 @@ import numpy as np
 import pymupdf
 from dagster import AssetExecutionContext
 
-from h3.assets._batch import per_document, summary_metadata
+from h3.assets._batch import per_document_on_workers, summary_metadata
 from h3.assets._figure_boxes import figure_boxes
 from h3.assets._page_space import page_box, render_clip
 from h3.assets.partitioning import document_asset
@@ -29,6 +29,7 @@ from h3.ontology.records import (
 from h3_runtime.home import under_home
 
 CROP_DPI = 110
+FIGURES_S_PER_PAGE = 0.01  # finding and cropping a page's figures on one core, roughly
 CAPTION_GAP = 60.0  # points between a figure and its caption
 CAPTION_START = re.compile(r"^\s*(fig(ure)?\.?|image|chart|photo)\s*\d*", re.IGNORECASE)
 
@@ -84,26 +85,31 @@ def page_figures(page: pymupdf.Page, page_layout: PageLayout, out_dir: Path,
     return found
 
 
+def document_figures(doc: DocumentRecord, lay: LayoutRecord, tab: TablesRecord,
+                     out_dir: Path) -> FiguresRecord:
+    """One document's figures, crops saved under `out_dir` (a document worker may run it:
+    resources/document_workers.py)."""
+    table_boxes: dict[int, list] = {}
+    for t in tab.tables:
+        table_boxes.setdefault(t.page, []).append(list(t.bbox))
+    with pymupdf.open(Path(doc.source)) as pdf:
+        found = [f for p in lay.layout
+                 for f in page_figures(pdf[p.page - 1], p, out_dir, table_boxes.get(p.page, []))]
+    garbled = set(doc.garbled_pages)
+    # the text inside a figure on an unreadable page is glyph garbage
+    found = [replace(f, text="") if f.page in garbled else f for f in found]
+    return FiguresRecord(source=doc.source, figures=tuple(found))
+
+
 @document_asset(group_name="ingestion", kinds={"pdf"},
        description="Figure crops (PNG under $H3_HOME/figures) with bbox and caption.")
 def figures(context: AssetExecutionContext, documents: dict, layout: dict, tables: dict) -> dict:
-    def one(doc_id: str, doc: DocumentRecord, lay: LayoutRecord,
-            tab: TablesRecord) -> FiguresRecord:
-        out_dir = under_home("figures", doc_id)
-        table_boxes: dict[int, list] = {}
-        for t in tab.tables:
-            table_boxes.setdefault(t.page, []).append(list(t.bbox))
-        with pymupdf.open(Path(doc.source)) as pdf:
-            found = [f for p in lay.layout
-                     for f in page_figures(pdf[p.page - 1], p, out_dir,
-                                           table_boxes.get(p.page, []))]
-        garbled = set(doc.garbled_pages)
-        # the text inside a figure on an unreadable page is glyph garbage
-        found = [replace(f, text="") if f.page in garbled else f for f in found]
-        return FiguresRecord(source=doc.source, figures=tuple(found))
-
-    results = per_document(context, one, documents, layout, tables,
-                           reads=(DocumentRecord, LayoutRecord, TablesRecord))
+    results = per_document_on_workers(
+        context, document_figures, (documents, layout, tables),
+        (DocumentRecord, LayoutRecord, TablesRecord),
+        cost_s=lambda records: records[1].pages * FIGURES_S_PER_PAGE,
+        # the crops' folder is named here: a worker keeps the H3_HOME it was started with
+        args_of=lambda doc_id, records: (*records, under_home("figures", doc_id)))
     preview = [{"doc_id": k, "page": f["page"], "caption": f["caption"] or "(none)",
                 "png": Path(f["image_path"]).name}
                for k, v in results.items() for f in (v.get("figures") or [])]

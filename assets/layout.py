@@ -172,8 +172,9 @@ def layout(context: AssetExecutionContext, documents: dict,
         with pymupdf.open(Path(doc.source)) as pdf:
             pages = [page_layout(page, None, layout_model.dpi,
                                  keep_text=page.number + 1 not in garbled, detected=found)
-                     for page, found in detected_pages(pdf, detector, layout_model.wants,
-                                                       layout_model.dpi, layout_model.workers)]
+                     for page, found in detected_pages(
+                         pdf, detector, layout_model.wants, layout_model.dpi,
+                         layout_model.page_workers())]
         return LayoutRecord(source=doc.source, pages=len(pages), layout=tuple(pages))
 
     results = per_document(context, one, documents, reads=(DocumentRecord,))

@@ -10,12 +10,13 @@ import pymupdf
 from dagster import AssetExecutionContext
 
 from h3.assets._aligned_tables import aligned_tables
-from h3.assets._batch import per_document, summary_metadata
+from h3.assets._batch import per_document_on_workers, summary_metadata
 from h3.assets._page_space import page_box
 from h3.assets.partitioning import document_asset
 from h3.ontology.records import DocumentRecord, LayoutRecord, TableRecord, TablesRecord
 
 MIN_DRAWINGS = 4  # a ruled table needs some vector lines on the page
+TABLES_S_PER_PAGE = 0.01  # finding a page's tables on one core, roughly
 
 
 def _cell_text(words: list, cell) -> str:
@@ -110,22 +111,25 @@ def _table(page: pymupdf.Page, bbox, rows: list[list[str]], origin: str) -> Tabl
                        origin=origin)
 
 
+def document_tables(doc: DocumentRecord, lay: LayoutRecord) -> TablesRecord:
+    """One document's tables (a document worker may run it: resources/document_workers.py)."""
+    out: list[TableRecord] = []
+    garbled = set(doc.garbled_pages)  # cells would be glyph garbage
+    with pymupdf.open(Path(doc.source)) as pdf:
+        for page_layout in lay.layout:
+            if page_layout.page in garbled:
+                continue
+            out += page_tables(pdf[page_layout.page - 1], page_layout.boxes_of("table"),
+                               page_layout.model, page_layout.boxes_of("figure"))
+    return TablesRecord(source=doc.source, tables=tuple(out))
+
+
 @document_asset(group_name="ingestion", kinds={"pdf"},
        description="Tables with their cell text (markdown) and bbox, per page.")
 def tables(context: AssetExecutionContext, documents: dict, layout: dict) -> dict:
-    def one(doc_id: str, doc: DocumentRecord, lay: LayoutRecord) -> TablesRecord:
-        out: list[TableRecord] = []
-        garbled = set(doc.garbled_pages)  # cells would be glyph garbage
-        with pymupdf.open(Path(doc.source)) as pdf:
-            for page_layout in lay.layout:
-                if page_layout.page in garbled:
-                    continue
-                out += page_tables(pdf[page_layout.page - 1], page_layout.boxes_of("table"),
-                                   page_layout.model, page_layout.boxes_of("figure"))
-        return TablesRecord(source=doc.source, tables=tuple(out))
-
-    results = per_document(context, one, documents, layout,
-                           reads=(DocumentRecord, LayoutRecord))
+    results = per_document_on_workers(
+        context, document_tables, (documents, layout), (DocumentRecord, LayoutRecord),
+        cost_s=lambda records: records[1].pages * TABLES_S_PER_PAGE)
     preview = [{"doc_id": k, "page": t["page"], "origin": t["origin"], "rows": len(t["rows"]),
                 "first row": " / ".join(t["rows"][0])}
                for k, v in results.items() for t in (v.get("tables") or [])]

@@ -64,7 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="a small version, for CI")
     p.add_argument("--home", help="filings, answers, navigate, long_document, embedding_engines, scale, disk, trace: this H3_HOME, "
                                    "which holds the corpus, instead of ingesting it into a fresh one")
-    p.add_argument("--path", help="ingest_floor: the folder of PDFs to ingest beside the naive floor")
+    p.add_argument("--path", help="ingest_floor: the folder of PDFs to ingest beside the naive "
+                                  "floor; scaleout: the folder to ingest (default: the sample "
+                                  "corpus and docling's test PDFs)")
     p.add_argument("--samples", type=_at_least_one, help="ruler, passkey_api: samples per task (or "
                                                  "depth) and length (different seeds; default 1)")
     p.add_argument("--first-seed", type=int, help="ruler, passkey_api: the first of those seeds "

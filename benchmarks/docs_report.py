@@ -77,8 +77,10 @@ DESCRIPTIONS = {
                        "attention's finds at 20%, 10% and 5% hot budgets.",
     "profiles": "Document profiles read from each development filing's first pages: issuer, form, "
                 "fiscal period, 8-K date, per half.",
-    "scaleout": "The same documents ingested in process and on a dask cluster of 1 and 2 workers "
-                "(PostgreSQL instance); LanceDB commits by concurrent writers; PostgreSQL events/s.",
+    "scaleout": "The same documents ingested in process and on a dask cluster of 1, 2 and 4 "
+                "workers (PostgreSQL instance), with the events and documents per second each asks "
+                "of the shared services; LanceDB commits and PostgreSQL events/s from 1, 2 and 4 "
+                "concurrent writers; `plan`: machines like this one the services carry.",
     "embedding_engines": "SBERT through torch and through onnxruntime: CPU time and recall.",
     "scale": "The document store at 10K, 100K and 1M chunks (the development store's real chunks "
              "repeated with new ids, copies' vectors perturbed in float32): ANN build time, "
@@ -106,7 +108,7 @@ DESCRIPTIONS = {
 TAKES = {"lengths": {"ruler", "decode", "passkey_api"}, "seeds": {"ruler", "passkey_api"},
          "variants": {"ruler", "decode"}, "home": {"filings", "answers", "navigate", "long_document",
                                                               "embedding_engines", "scale", "disk", "trace"},
-         "path": {"ingest_floor"}}
+         "path": {"ingest_floor", "scaleout"}}
 
 
 def scenarios(report: dict, name: str) -> dict[str, dict]:

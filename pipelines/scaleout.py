@@ -17,14 +17,10 @@ from contextlib import contextmanager
 
 from dagster import build_reconstructable_job
 
-EXECUTORS = ("in_process", "dask")
-EXECUTOR_ENV = "H3_EXECUTOR"             # default of `h3 index-build --executor`
-SCHEDULER_ENV = "H3_DASK_SCHEDULER"      # default of `--dask-scheduler` (tcp://host:8786)
+from h3.pipelines.executors import ScaleOutError
+from h3.resources.models.cpu import CPU_THREADS_ENV
+
 WORKER_PRELOAD = "h3.pipelines.dask_worker"
-
-
-class ScaleOutError(RuntimeError):
-    """The cluster cannot be used (unreachable, no workers, a bad setting); one line, naming it."""
 
 
 def dask_ingest_job():
@@ -57,9 +53,11 @@ def dask_cluster(address: str | None, workers: int = 2) -> Iterator[tuple[str, i
             raise ScaleOutError(f"dask scheduler {address}: no worker has joined it")
         yield address, count
         return
+    # each worker's models get its share of the cores (resources/models/cpu.py)
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     with dask.distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                        dashboard_address=None, preload=[WORKER_PRELOAD],
-                                       ) as cluster:
+                                       env={CPU_THREADS_ENV: str(threads)}) as cluster:
         yield cluster.scheduler_address, workers
 
 
@@ -90,10 +88,3 @@ def _orchestrate_batch(address: str, batch: list[str], files_of: dict[str, str])
         return execute_batch(reconstructable_dask_job(), instance, batch, files_of, run_config)
     finally:
         instance.dispose()
-
-
-def executor_default() -> str:
-    value = os.environ.get(EXECUTOR_ENV) or "in_process"
-    if value not in EXECUTORS:
-        raise ScaleOutError(f"{EXECUTOR_ENV}={value!r}: expected one of {', '.join(EXECUTORS)}")
-    return value

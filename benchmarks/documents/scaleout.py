@@ -1,7 +1,9 @@
-"""`h3 bench --scenario scaleout`: the same PDFs ingested in one process, on 1 dask worker and on
-2 dask workers, side by side in one run (pages/s, CPU seconds and utilisation), plus the write
-rates of the two shared services, LanceDB and PostgreSQL, which bound how far more machines help
-(the README's scale-out model reads its numbers from this report).
+"""`h3 bench --scenario scaleout [--path DIR]`: the same PDFs ingested in one process and on 1, 2
+and 4 dask workers, side by side in one run (pages/s, per worker, CPU seconds and utilisation,
+the Dagster events and documents each variant asks of the shared services per second), plus
+what those services, LanceDB and PostgreSQL, take from 1, 2 and 4 concurrent writers. `plan`
+divides the one by the other: how many machines like this one the services carry before they
+become the limit (docs/operating.md's scale-out model reads its numbers from this report).
 
 Each variant gets a fresh H3_HOME (and, for the dask ones, a fresh LocalCluster whose workers
 first ingest one warm-up PDF, so the timed part is the steady state of workers that keep their
@@ -36,8 +38,17 @@ QUICK_PDFS = ["lab_handbook.pdf", "field_notes_scan.pdf", "multi_page.pdf",
               "2305.03393v1-pg9.pdf"]
 
 
-def _corpus(dest: Path, quick: bool) -> Path:
+def _corpus(dest: Path, quick: bool, path: str | None) -> Path:
+    """A folder of the PDFs to ingest: links to those of `path`, else copies of the sample
+    corpus and docling's test PDFs (a few of them with --quick)."""
     dest.mkdir(parents=True)
+    if path:
+        found = sorted(Path(path).expanduser().resolve().glob("*.pdf"))
+        if not found:
+            raise FileNotFoundError(f"{path}: no PDF files to ingest")
+        for pdf in found[:3] if quick else found:
+            (dest / pdf.name).symlink_to(pdf)
+        return dest
     found = [p for p in [*SAMPLE.glob("*.pdf"), *sorted(DOCLING.glob("*.pdf"))]
              if p.name != WARMUP_PDF.name and (not quick or p.name in QUICK_PDFS)]
     for pdf in found:
@@ -66,7 +77,7 @@ def _variant(name: str, work: Path, corpus: Path, workers: int | None) -> dict:
     import dask.distributed
 
     from h3.pipelines.cli.index_build import ingest
-    from h3.pipelines.scaleout import WORKER_PRELOAD
+    from h3.pipelines.scaleout import dask_cluster
 
     with h3_home_env(work / name):
         if workers is None:
@@ -76,11 +87,9 @@ def _variant(name: str, work: Path, corpus: Path, workers: int | None) -> dict:
             wall, cpu = time.perf_counter() - t0, _own_cpu_s() - cpu0
             runs = report["run_ids"]
         else:
-            with dask.distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True,
-                    dashboard_address=None, preload=[WORKER_PRELOAD]) as cluster, \
-                    dask.distributed.Client(cluster) as client:
-                address = cluster.scheduler_address
+            # the LocalCluster `h3 index-build --executor dask --workers N` starts
+            with dask_cluster(None, workers) as (address, _), \
+                    dask.distributed.Client(address) as client:
                 ingest([str(WARMUP_PDF)], executor="dask", dask_scheduler=address,
                        compress=False)
                 cpu0, t0 = _own_cpu_s(), time.perf_counter()
@@ -101,8 +110,10 @@ def _variant(name: str, work: Path, corpus: Path, workers: int | None) -> dict:
     return {"variant": name, "workers": workers or 0, "documents_ok": report["ok"],
             "documents_failed": report["failed"], "pages": pages, "runs": len(runs),
             "wall_s": round(wall, 2), "pages_per_s": round(pages / wall, 3),
+            "pages_per_s_per_worker": round(pages / wall / (workers or 1), 3),
             "cpu_s": round(cpu, 1), "cpu_utilisation": round(cpu / (wall * cores), 3),
-            "dagster_events": events, "instance_storage": storage,
+            "dagster_events": events, "events_per_s": round(events / wall, 2),
+            "documents_per_s": round(report["ok"] / wall, 3), "instance_storage": storage,
             "load_avg_after": round(os.getloadavg()[0], 2)}
 
 
@@ -171,9 +182,9 @@ def _noop() -> None:
     return None
 
 
-def postgres_event_rate(url: str, events: int, home: Path) -> dict:
-    """Dagster events/s that one process stores into the PostgreSQL instance at `url` (engine
-    events on one run, each its own INSERT, as a step's events are)."""
+def _event_writer(url: str, home: str, events: int) -> float:
+    """One writer process: `events` engine events on a run of its own, each its own INSERT, as a
+    step's events are. Returns its seconds (writing only)."""
     from dagster import job, op
 
     from h3.pipelines.dagster_storage import POSTGRES_URL_ENV
@@ -186,26 +197,59 @@ def postgres_event_rate(url: str, events: int, home: Path) -> dict:
         noop()
 
     os.environ[POSTGRES_URL_ENV] = url
-    try:
-        with h3_home_env(home):
-            instance = get_instance()
-            run = instance.get_run_by_id(bench_events.execute_in_process(instance=instance).run_id)
-            t0 = time.perf_counter()
-            for i in range(events):
-                instance.report_engine_event(f"bench event {i}", dagster_run=run)
-            wall = time.perf_counter() - t0
-            instance.dispose()
-    finally:
-        os.environ.pop(POSTGRES_URL_ENV, None)
-    return {"events": events, "wall_s": round(wall, 2), "events_per_s": round(events / wall, 1)}
+    with h3_home_env(Path(home)):
+        instance = get_instance()
+        run = instance.get_run_by_id(bench_events.execute_in_process(instance=instance).run_id)
+        t0 = time.perf_counter()
+        for i in range(events):
+            instance.report_engine_event(f"bench event {i}", dagster_run=run)
+        wall = time.perf_counter() - t0
+        instance.dispose()
+    return wall
 
 
-def run(out_dir: Path, quick: bool) -> dict:
+def postgres_event_rates(url: str, writer_counts: tuple[int, ...], events: int,
+                         home: Path) -> list[dict]:
+    """Dagster events/s that 1, 2, 4... concurrent processes store into the PostgreSQL
+    instance at `url` (each process `events` events)."""
+    out = []
+    for writers in writer_counts:
+        with ProcessPoolExecutor(writers, mp_context=get_context("spawn")) as pool:
+            walls = list(pool.map(_event_writer, [url] * writers,
+                                  [str(home / f"w{writers}-{i}") for i in range(writers)],
+                                  [events] * writers))
+        wall = max(walls)
+        out.append({"writers": writers, "events": writers * events, "wall_s": round(wall, 2),
+                    "events_per_s": round(writers * events / wall, 1)})
+    return out
+
+
+def capacity_plan(variants: list[dict], lance: list[dict], pg: list[dict] | None) -> dict:
+    """Machines like this one that the shared services carry: the most each service took (over
+    its writer counts) over what the fastest variant asked of it per second."""
+    best = max(variants, key=lambda v: v["pages_per_s"])
+    lance_docs = max(w["documents_per_s"] for w in lance)
+    plan = {"machine_variant": best["variant"], "machine_pages_per_s": best["pages_per_s"],
+            "machine_documents_per_s": best["documents_per_s"],
+            "machine_events_per_s": best["events_per_s"],
+            "lancedb_documents_per_s": lance_docs,
+            "machines_until_lancedb": round(lance_docs / best["documents_per_s"], 1)}
+    if pg:
+        pg_events = max(w["events_per_s"] for w in pg)
+        plan |= {"postgres_events_per_s": pg_events,
+                 "machines_until_postgres": round(pg_events / best["events_per_s"], 1)}
+        plan["first_limit"] = ("postgres" if plan["machines_until_postgres"]
+                               < plan["machines_until_lancedb"] else "lancedb")
+    return plan
+
+
+def run(out_dir: Path, quick: bool, path: str | None = None) -> dict:
     from h3.pipelines.postgres import PostgresError, pg_binary, start, stop
 
     work = Path(tempfile.mkdtemp(prefix="h3-scaleout-"))
     work.chmod(0o755)  # the PostgreSQL server runs as the unprivileged `postgres` user
-    corpus = _corpus(work / "corpus", quick)
+    corpus = _corpus(work / "corpus", quick, path)
+    worker_counts = (1, 2) if quick else (1, 2, 4)
     pg_folder, url = work / "postgres", None
     try:
         try:
@@ -218,25 +262,27 @@ def run(out_dir: Path, quick: bool) -> dict:
         if url:
             os.environ["H3_POSTGRES_URL"] = url
         try:
-            variants += [_variant("dask_1_worker", work, corpus, 1),
-                         _variant("dask_2_workers", work, corpus, 2)]
+            variants += [_variant(f"dask_{n}_worker{'s' if n > 1 else ''}", work, corpus, n)
+                         for n in worker_counts]
         finally:
             if old is None:
                 os.environ.pop("H3_POSTGRES_URL", None)
             else:
                 os.environ["H3_POSTGRES_URL"] = old
         lance = lance_write_rates(work, (1, 2, 4), docs=5 if quick else 15, chunks=60)
-        pg = (postgres_event_rate(url, 300 if quick else 1000, work / "pg-events") if url
-              else None)
+        pg = (postgres_event_rates(url, worker_counts, 300 if quick else 1000,
+                                   work / "pg-events") if url else None)
     finally:
         if url:
             stop(pg_folder)
         shutil.rmtree(work, ignore_errors=True)
     by = {v["variant"]: v for v in variants}
     one, two = by["dask_1_worker"], by["dask_2_workers"]
-    return {"corpus": {"documents": variants[0]["documents_ok"], "pages": variants[0]["pages"]},
+    return {**({"folder": path} if path else {}),
+            "corpus": {"documents": variants[0]["documents_ok"], "pages": variants[0]["pages"]},
             "cores": os.cpu_count(), "variants": variants,
             "speedup_2_vs_1_worker": round(two["pages_per_s"] / one["pages_per_s"], 3),
             "dask_1_worker_vs_in_process": round(
                 one["pages_per_s"] / by["in_process"]["pages_per_s"], 3),
-            "lancedb_write": lance, "postgres_events": pg}
+            "lancedb_write": lance, "postgres_events": pg,
+            "plan": capacity_plan(variants, lance, pg)}

@@ -28,6 +28,7 @@ from contextlib import contextmanager, nullcontext, redirect_stdout
 from pathlib import Path
 
 from h3.pipelines.cli.output import CliError, DocumentProgress, Progress, emit, log
+from h3.pipelines.executors import EXECUTORS, SCHEDULER_ENV, ScaleOutError, executor_default
 from h3.pipelines.ingest_runs import QUIET, execute_batch
 
 # Below this the corpus cannot fit compression: the pooling MLP needs other documents as
@@ -47,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=16,
                    help="documents per Dagster run (1: one run per document)")
     p.add_argument("--json", action="store_true", help="machine-readable output on stdout")
-    p.add_argument("--executor", choices=("in_process", "dask"), default=None,
+    p.add_argument("--executor", choices=EXECUTORS, default=None,
                    help="where steps run: this process (default; $H3_EXECUTOR) or a dask cluster")
     p.add_argument("--dask-scheduler", default=None, metavar="tcp://HOST:8786",
                    help="with --executor dask: the cluster's scheduler ($H3_DASK_SCHEDULER); "
@@ -77,7 +78,7 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     `executor`: "in_process" (one batch run after another, in this process) or "dask": the
     batches (at most `batch_size` documents, small enough that every worker gets some) run as
     concurrent runs whose steps execute on the cluster at `dask_scheduler`, or on a
-    LocalCluster of `workers` processes for this call."""
+    LocalCluster of `workers` processes for this call (pipelines/executors.py compares)."""
     files, missing, empty = _find(paths)  # before the heavy imports: a typo fails at once
     if missing:
         raise CliError(f"--path does not exist: {', '.join(missing)}")
@@ -336,7 +337,6 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from h3.pipelines.scaleout import SCHEDULER_ENV, ScaleOutError, executor_default
     from h3.resources.store.lance import StoreUnreachableError
 
     t0 = time.perf_counter()

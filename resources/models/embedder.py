@@ -12,13 +12,14 @@ ingest` compares both on the same chunks).
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+from h3.resources.models.cpu import cpu_threads as cpu_workers  # (tests patch it here)
 
 EMBEDDING_DIM = 384
 MAX_TOKENS = 256  # the model's window (sentence_bert_config.json); longer inputs are cut
@@ -50,11 +51,6 @@ class TextEmbedder(ABC):
 # `encode` spreads its batches over the cores from this many batches per core (fewer: a query,
 # a document's few chunks, one multi-threaded call each)
 PARALLEL_MIN_BATCHES = 4
-
-
-def cpu_workers() -> int:
-    """Cores `encode` uses for many batches (as many as onnxruntime's own threads would be)."""
-    return max(1, min(os.cpu_count() or 1, 8))
 
 
 def default_batch_size(device: str) -> int:

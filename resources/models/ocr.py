@@ -99,13 +99,17 @@ class OcrResource(ConfigurableResource):
     _ocr: TesseractOcr | None = PrivateAttr(default=None)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        self._ocr = TesseractOcr(self.languages or load_config().cold_storage.ocr_languages)
+        self._ocr = TesseractOcr(self.language_setting())
 
     def is_enabled(self) -> bool:
         return load_config().cold_storage.ocr_enabled if self.enabled is None else self.enabled
+
+    def language_setting(self) -> str:
+        """`languages`, or cold_storage.ocr_languages: tesseract's ("eng") or "auto"."""
+        return self.languages or load_config().cold_storage.ocr_languages
 
     def get_ocr(self) -> TesseractOcr:
         """The run's OCR (built here outside a run)."""
         if self._ocr is not None:
             return self._ocr
-        return TesseractOcr(self.languages or load_config().cold_storage.ocr_languages)
+        return TesseractOcr(self.language_setting())

@@ -78,3 +78,37 @@ def test_ocr_reads_the_scanned_page_and_can_be_switched_off(h3_home, sample_corp
     assert off.output_for_node("ocr")[doc_id] | timings == {
         "source": str(pdf.resolve()), "ocr_pages": [], "skipped_pages": [2], "status": "ok",
         **timings}
+
+
+def _without_timings(payloads: dict) -> dict:
+    return {d: {k: v for k, v in p.items() if k not in ("stage_seconds", "stage_cpu_seconds")}
+            for d, p in payloads.items()}
+
+
+@pytest.mark.slow
+def test_tables_and_figures_on_document_workers_equal_one_process(h3_home, sample_corpus,
+                                                                  monkeypatch, tmp_path):
+    """The stages' per-document work on worker processes (resources/document_workers.py) gives
+    what one process does, and crops land under this H3_HOME even when the workers were
+    started under another one (a worker keeps the environment it was spawned with)."""
+    from h3.resources import document_workers
+
+    pdf = sample_corpus / "annual_report.pdf"
+    stages = [documents, layout, tables, figures]
+    doc_id, alone = _materialize(pdf, stages)
+    monkeypatch.setattr(document_workers, "cpu_threads", lambda: 2)
+    monkeypatch.setattr(document_workers, "START_S", 0.0)
+    try:
+        with monkeypatch.context() as elsewhere:  # workers spawned under another H3_HOME
+            elsewhere.setenv("H3_HOME", str(tmp_path / "other-home"))
+            document_workers.map_documents(str, {"a": (1,), "b": (2,)}, {"a": 1.0, "b": 1.0})
+        assert document_workers._POOL is not None
+        _, spread = _materialize(pdf, stages)
+    finally:
+        document_workers.shutdown()
+    for stage in ("tables", "figures"):
+        assert _without_timings(spread.output_for_node(stage)) == _without_timings(
+            alone.output_for_node(stage))
+    figs = spread.output_for_node("figures")[doc_id]["figures"]
+    assert figs and all(h3_home in Path(f["image_path"]).parents for f in figs)
+    assert not (tmp_path / "other-home").exists()
