@@ -88,8 +88,10 @@ dask-scheduler: install
 	$(VENV)/bin/dask scheduler --port 8786
 
 WORKERS ?= 1
+# each worker's models get its share of the machine's cores (resources/models/cpu.py)
 dask-worker: install
-	$(VENV)/bin/dask worker $(H3_DASK_SCHEDULER) --nworkers $(WORKERS) --nthreads 1 \
+	H3_CPU_THREADS=$$(( $$(nproc) / $(WORKERS) > 0 ? $$(nproc) / $(WORKERS) : 1 )) \
+	  $(VENV)/bin/dask worker $(H3_DASK_SCHEDULER) --nworkers $(WORKERS) --nthreads 1 \
 	  --preload h3.pipelines.dask_worker
 
 bench: install

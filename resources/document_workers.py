@@ -8,7 +8,8 @@ documents at once (largest first), each computed whole, so a document's result i
 single process gives. The workers are spawned (the parent holds onnxruntime, LanceDB and torch
 threads, which a fork would copy mid-use) when a call brings enough work to pay for starting
 them (~3 s: START_S) and serve every later call of this process. A process allowed one core (a
-local dask worker: resources/models/cpu.py) computes here.
+local dask worker of several: resources/models/cpu.py) or not allowed children (a daemonic one,
+as dask's workers are) computes here.
 
 A worker keeps the environment of the moment it was spawned: functions given here must take
 everything that depends on the caller's settings (H3_HOME paths, config values) as arguments.
@@ -55,7 +56,9 @@ def map_documents(fn: Callable[..., Any], args_by_doc: dict[Hashable, tuple],
     whether starting the workers pays, and the costliest documents go first. The outcomes
     arrive while the caller works on the first ones (writing them, say)."""
     workers = min(cpu_threads(), len(args_by_doc))
-    if workers < 2 or (_POOL is None and sum(cost_s.values()) < START_S):
+    # a daemonic process (a dask worker's) may not start processes of its own
+    if workers < 2 or multiprocessing.current_process().daemon \
+            or (_POOL is None and sum(cost_s.values()) < START_S):
         return {doc: Pending(fn, args, None) for doc, args in args_by_doc.items()}
     pool = _pool(cpu_threads())
     order = sorted(args_by_doc, key=lambda d: -cost_s.get(d, 0.0))

@@ -44,3 +44,28 @@ def test_local_cluster_workers_share_the_cores():
         assert count == 2
         shares = client.run(cpu_threads)
     assert sorted(shares.values()) == [max(1, (os.cpu_count() or 1) // 2)] * 2
+
+
+def _documents_in_a_worker() -> tuple[bool, list[str], bool]:
+    """In a dask worker: (daemonic?, map_documents' results, whether it started workers)."""
+    import multiprocessing
+
+    from h3.resources import document_workers
+
+    pending = document_workers.map_documents(str.upper, {"a": ("a",), "b": ("b",)},
+                                             {"a": 60.0, "b": 60.0})
+    values = [p.result().value for p in pending.values()]
+    return multiprocessing.current_process().daemon, values, document_workers._POOL is not None
+
+
+@pytest.mark.slow
+def test_a_lone_dask_worker_computes_its_documents_itself():
+    """One local worker may use every core, but dask's workers are daemonic and may not start
+    processes: its stages' document work runs in the worker (it crashed the run before)."""
+    import dask.distributed
+
+    from h3.pipelines.scaleout import dask_cluster
+
+    with dask_cluster(None, 1) as (address, _), dask.distributed.Client(address) as client:
+        (daemonic, values, pooled), = client.run(_documents_in_a_worker).values()
+    assert daemonic and values == ["A", "B"] and not pooled
