@@ -17,7 +17,19 @@ log = logging.getLogger("h3.dask_worker")
 
 
 def dask_setup(worker) -> None:
+    import signal
+    import threading
+
     from h3_runtime.home import h3_home
+
+    # A worker started by a process that ignores SIGTERM inherits that, and so does every
+    # process it starts: Dagster's log capture stops its `tail` processes with SIGTERM and waits
+    # 30 s for each, so every step took a minute longer. How a parent comes to ignore it:
+    # started in the background of a script (SIGINT ignored), its first Dagster run maps
+    # SIGTERM to SIGINT's handler and leaves it so (dagster._utils.interrupts).
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_IGN \
+            and threading.current_thread() is threading.main_thread():  # (signal's rule)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     home = h3_home()  # raises H3HomeError naming the folder when it is not writable
     import h3.pipelines.definitions  # noqa: F401  (heavy imports once per worker process)

@@ -69,3 +69,28 @@ def test_a_lone_dask_worker_computes_its_documents_itself():
     with dask_cluster(None, 1) as (address, _), dask.distributed.Client(address) as client:
         (daemonic, values, pooled), = client.run(_documents_in_a_worker).values()
     assert daemonic and values == ["A", "B"] and not pooled
+
+
+def _sigterm_is_default() -> bool:
+    import signal
+
+    return signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+
+
+@pytest.mark.slow
+def test_workers_restore_sigterm_their_parent_ignored():
+    """A worker that kept an inherited SIG_IGN passed it to Dagster's log-capture `tail`
+    processes, which then outlived SIGTERM: each step waited 2 x 30 s for them."""
+    import signal
+
+    import dask.distributed
+
+    from h3.pipelines.scaleout import dask_cluster
+
+    before = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        with dask_cluster(None, 1) as (address, _), \
+                dask.distributed.Client(address) as client:
+            assert list(client.run(_sigterm_is_default).values()) == [True]
+    finally:
+        signal.signal(signal.SIGTERM, before)
