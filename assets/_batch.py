@@ -194,10 +194,10 @@ def per_document_on_workers(context: AssetExecutionContext, fn: Callable[..., Re
         costs[doc_id] = cost_s(records)
     outcomes = map_documents(fn, args, costs)
 
-    def result_of(doc_id: str, *_: Payload) -> Payload:
+    def result_of(doc_id: str, *payloads: Payload) -> Payload:
         pending = outcomes.get(doc_id)
-        if pending is None:  # not sent to the workers: computed here, as per_document would
-            records = tuple(cls.from_json(p) for cls, p in zip(reads, _, strict=True))
+        if pending is None:  # records that would not read: read here, to fail as per_document
+            records = tuple(cls.from_json(p) for cls, p in zip(reads, payloads, strict=True))
             return fn(*(args_of(doc_id, records) if args_of else records)).to_json()
         outcome = pending.result()
         if outcome.error is not None:

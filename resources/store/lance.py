@@ -334,7 +334,8 @@ class LanceDocumentStore(DocumentStore):
         spec = TABLES.get(table)
         handle = self._open(table)
         done: dict[str, str] = {}
-        if spec is None or handle is None or handle.count_rows() == 0:
+        rows = handle.count_rows() if spec is not None and handle is not None else 0
+        if rows == 0:  # (the FTS work below adds no rows)
             return done
         indices = handle.list_indices()
         for column in spec.fts_columns:
@@ -351,10 +352,10 @@ class LanceDocumentStore(DocumentStore):
             elif (existing.num_unindexed_rows or 0) >= FTS_MERGE_ROWS:
                 with_commit_retries(handle.optimize, f"optimize {table}")
                 done[column] = "fts merged"
-        if spec.filter_columns and handle.count_rows() >= FILTER_INDEX_MIN_ROWS:
+        if spec.filter_columns and rows >= FILTER_INDEX_MIN_ROWS:
             done |= self._ensure_filter_indexes(handle, spec.filter_columns, indices, table)
         column = spec.vector_column
-        if column and handle.count_rows() >= ANN_MIN_ROWS and not any(
+        if column and rows >= ANN_MIN_ROWS and not any(
                 column in ix.columns for ix in indices if ix.index_type != "FTS"):
             done[column] = self.create_ann_index(table)
         return done
