@@ -6,8 +6,8 @@ import re
 import threading
 
 import numpy as np
-from dagster import ConfigurableResource, InitResourceContext
-from pydantic import Field, PrivateAttr
+from dagster import ConfigurableResource
+from pydantic import Field
 
 from h3.resources.models.tesseract import tesseract_output
 from h3.resources.settings import load_config
@@ -96,11 +96,6 @@ class OcrResource(ConfigurableResource):
     languages: str | None = Field(default=None, description="null: cold_storage.ocr_languages")
     dpi: int = Field(default=200, description="render resolution for OCR")
 
-    _ocr: TesseractOcr | None = PrivateAttr(default=None)
-
-    def setup_for_execution(self, context: InitResourceContext) -> None:
-        self._ocr = TesseractOcr(self.language_setting())
-
     def is_enabled(self) -> bool:
         return load_config().cold_storage.ocr_enabled if self.enabled is None else self.enabled
 
@@ -108,8 +103,3 @@ class OcrResource(ConfigurableResource):
         """`languages`, or cold_storage.ocr_languages: tesseract's ("eng") or "auto"."""
         return self.languages or load_config().cold_storage.ocr_languages
 
-    def get_ocr(self) -> TesseractOcr:
-        """The run's OCR (built here outside a run)."""
-        if self._ocr is not None:
-            return self._ocr
-        return TesseractOcr(self.language_setting())
