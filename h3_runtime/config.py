@@ -137,6 +137,9 @@ class HbfConfig(Section):
     # above this with the question's. 0.5 was tuned on the tune half of the trace bench
     # (0.7: drift -2.5 / +1.7 points vs LRU on tune / check; 0.5: +5.0 / +10.0)
     corpus_prefetch_similarity: float = Field(0.5, ge=-1, le=1)
+    # ... and after a question that changed topic (its cosine with the previous question's at or
+    # below corpus_prefetch_similarity), this many blocks instead of prefetch_window
+    corpus_jump_prefetch_window: int = Field(6, ge=0)
 
 
 class H3Config(Section):

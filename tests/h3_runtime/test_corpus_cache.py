@@ -188,6 +188,61 @@ def test_key_hbf_corpus_prefetch_similarity_bars_jump_prefetches():
     assert (near.counters.prefetched, far.counters.prefetched) == (2, 1)
 
 
+def _topic_change(hbf: HbfConfig) -> tuple[int, int]:
+    """Blocks prefetched after a question that jumps from topic A to topic B, then after a
+    second question on topic B (each reads one block; B has six more blocks to bring)."""
+    a, b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    vectors = {"b11": a, **{f"b{i}": b + 0.01 * i * a for i in range(3, 11)}}
+    c = cache("ahas", warm_blocks=12, hot_blocks=0, hbf=hbf, vectors=vectors)
+    ask(c, "b11", vector=a)  # each question reads back in the document: no sequential reading
+    before = c.counters.prefetched
+    ask(c, "b10", vector=b)  # a jump (not forward in the document) to a new topic
+    jumped = c.counters.prefetched - before
+    ask(c, "b3", vector=b)  # the same topic again
+    return jumped, c.counters.prefetched - before - jumped
+
+
+def test_key_hbf_corpus_jump_prefetch_window_is_how_deep_a_topic_change_prefetches():
+    assert _topic_change(HbfConfig(prefetch_window=1, corpus_jump_prefetch_window=4)) == (4, 1)
+    assert _topic_change(HbfConfig(prefetch_window=1, corpus_jump_prefetch_window=1)) == (1, 1)
+    off = CorpusKVCache(Blocks(), make_policy("ahas", off=("jump_depth",)), hot_bytes=0,
+                        warm_bytes=12 * MB)
+    assert off.policy.off == frozenset({"jump_depth"})
+
+
+def test_a_deep_prefetch_waits_until_the_last_one_was_read():
+    """Topic B's question prefetches deep; the jump to topic C goes deep again only if a block
+    of B's prefetch was read in between."""
+    a, b, c3 = (torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0]),
+                torch.tensor([0.0, 0.0, 1.0]))
+    vectors = {"b11": a, **{f"b{i}": b + 0.01 * i * a for i in range(5, 11)},
+               **{f"b{i}": c3 + 0.01 * i * a for i in range(0, 5)}}
+
+    def prefetched_on_c(read_one_of_b: bool) -> int:
+        c = cache("ahas", warm_blocks=12, hot_blocks=0, vectors=vectors,
+                  hbf=HbfConfig(prefetch_window=1, corpus_jump_prefetch_window=3))
+        ask(c, "b11", vector=a)
+        ask(c, "b10", vector=b)  # deep: three of b5..b9
+        if read_one_of_b:
+            ask(c, "b9", "b8", "b7", "b6", "b5", vector=b)  # same topic: 1 more, none left
+        before = c.counters.prefetched
+        ask(c, "b4", vector=c3)
+        return c.counters.prefetched - before
+
+    assert (prefetched_on_c(True), prefetched_on_c(False)) == (3, 1)
+
+
+def test_jump_prefetch_brings_blocks_like_the_ones_read_not_like_the_question():
+    q, chunk = torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])
+    # b5 is like the block read (b4), b6 like the question; neither is read yet
+    other = torch.tensor([0.0, 0.0, 1.0])
+    vectors = {"b4": chunk, "b5": chunk + 0.1 * q, "b6": q, "b9": other}
+    c = cache("ahas", warm_blocks=8, hot_blocks=0, vectors=vectors)
+    ask(c, "b9", vector=other)  # then back in the document: a jump
+    ask(c, "b4", vector=q)
+    assert "b5" in c.warm and "b6" not in c.warm
+
+
 def test_key_scheduler_relevance_window_is_how_many_questions_relevance_remembers():
     def relevance(window: int) -> float:
         a, b = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
