@@ -162,7 +162,7 @@ def test_outline_and_ask_doc_over_an_ingested_store(ingested_sample, capsys):
         assert all(q["page"] in pages for q in answer["quotes"])
 
 
-def test_keys_navigation_branch_sections_and_tokens_size_the_branch(tmp_path, monkeypatch):
+def test_keys_navigation_branch_sections_tokens_and_share_size_the_branch(tmp_path, monkeypatch):
     from h3.resources.models.embedder import get_embedder
     from h3.resources.navigation import answer
     from h3.resources.navigation.store import DocumentTree
@@ -175,7 +175,7 @@ def test_keys_navigation_branch_sections_and_tokens_size_the_branch(tmp_path, mo
     # the store's read is the one double here: the keys go through the real config loader
     monkeypatch.setattr(answer, "document_tree", lambda db, doc: tree)
 
-    def branch(**keys: int):
+    def branch(**keys: float):
         config = tmp_path / f"h3_config_{len(keys)}_{sum(keys.values())}.yaml"
         lines = "".join(f"  {k}: {v}\n" for k, v in keys.items())
         config.write_text(f"navigation:\n{lines}" if keys else "{}\n")
@@ -188,6 +188,10 @@ def test_keys_navigation_branch_sections_and_tokens_size_the_branch(tmp_path, mo
     assert one.parts[0] == shipped.parts[0]  # the same best part, fewer of the rest
     small = branch(branch_tokens=250)
     assert small.tokens <= 250 < shipped.tokens and small.parts == shipped.parts
+    # navigation.branch_share: at most this share of the document's tokens (one part's at
+    # least: the shipped 0.10 of this short filing is under one part's, the whole is not)
+    capped, whole = branch(branch_sections=8), branch(branch_sections=8, branch_share=1.0)
+    assert capped.tokens < whole.tokens <= whole.doc_tokens
 
 
 def _axis(cos: float, axis: int) -> list[float]:
