@@ -47,10 +47,10 @@ def document_ocr(doc: DocumentRecord, languages: str | None, dpi: int) -> OcrRec
     scanned = scanned_pages(doc)
     if not scanned or languages is None:
         return OcrRecord(source=doc.source, skipped_pages=tuple(scanned))
-    engine = TesseractOcr(languages)
+    engine = TesseractOcr(languages)  # languages without tesseract data: the document fails
     garbled = set(doc.garbled_pages)
     pages: list[OcrPage] = []
-    errors: list[str] = []
+    errors: list[str] = [f"{doc.source}: {engine.note}"] if engine.note else []
     with pymupdf.open(Path(doc.source)) as pdf:
         for n in scanned:
             page = pdf[n - 1]

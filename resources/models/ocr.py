@@ -9,7 +9,7 @@ import numpy as np
 from dagster import ConfigurableResource
 from pydantic import Field
 
-from h3.resources.models.tesseract import tesseract_output
+from h3.resources.models.tesseract import language_error, missing_languages, tesseract_output
 from h3.resources.settings import load_config
 
 # tesseract agents per language spec stay process-wide: cheap, but every run of a CLI command
@@ -44,19 +44,31 @@ class TesseractOcr:
     `languages`: tesseract's ("eng", "chi_sim+eng") or "auto" (AUTO_RETRY_CONFIDENCE)."""
 
     def __init__(self, languages: str = "eng") -> None:
+        """Raises ValueError naming the languages tesseract has no data for."""
         self.languages = languages
+        missing = missing_languages("eng" if languages == AUTO else languages)
+        if missing:
+            raise ValueError(language_error(languages, missing))
         self.agent = _agent("eng" if languages == AUTO else languages)
         self.last_languages = self.agent.lang  # what the last page was read with
+        # "auto" without Chinese data: a page stays read in English (a retry would fail and
+        # lose the English reading with it); `note` says so
+        self.fallback = (AUTO_FALLBACK if languages == AUTO
+                         and not missing_languages(AUTO_FALLBACK) else None)
+        self.note = None
+        if languages == AUTO and not self.fallback:
+            missing = missing_languages(AUTO_FALLBACK)
+            self.note = f"no Chinese retry: {language_error(AUTO, missing)}"
 
     def read(self, image_rgb: np.ndarray):
         """A layoutparser Layout: one TextBlock per paragraph, with its text, mean word
         confidence and the union of its words' boxes (pixels)."""
         layout, confidence = self._read(image_rgb, self.agent)
         self.last_languages = self.agent.lang
-        if self.languages == AUTO and layout and confidence < AUTO_RETRY_CONFIDENCE:
-            other, other_conf = self._read(image_rgb, _agent(AUTO_FALLBACK))
+        if self.fallback and layout and confidence < AUTO_RETRY_CONFIDENCE:
+            other, other_conf = self._read(image_rgb, _agent(self.fallback))
             if other_conf > confidence:
-                layout, self.last_languages = other, AUTO_FALLBACK
+                layout, self.last_languages = other, self.fallback
         return layout
 
     def _read(self, image_rgb: np.ndarray, agent) -> tuple[object, float]:

@@ -9,6 +9,7 @@ process's environment, and an OMP_THREAD_LIMIT set there would also bind torch's
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import subprocess
@@ -36,3 +37,31 @@ def tesseract_output(image: np.ndarray, languages: str, output: str = "txt",
     if done.returncode != 0:
         raise RuntimeError(f"tesseract failed ({done.returncode}): {done.stderr.strip()[-300:]}")
     return done.stdout
+
+
+@functools.cache
+def installed_languages() -> frozenset[str]:
+    """The languages tesseract has data for (`tesseract --list-langs`; empty when it cannot
+    say). Asked once per process."""
+    try:
+        done = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True,
+                              check=False, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    lines = (done.stdout or done.stderr).splitlines()
+    return frozenset(ln.strip() for ln in lines[1:] if ln.strip())  # line 1: the data folder
+
+
+def missing_languages(spec: str) -> list[str]:
+    """The languages of a tesseract spec ("chi_sim+eng") that tesseract has no data for (none
+    when it cannot list its languages: tesseract itself then says what is wrong)."""
+    have = installed_languages()
+    return [lang for lang in spec.split("+") if have and lang not in have]
+
+
+def language_error(spec: str, missing: list[str]) -> str:
+    """What a user reads when `cold_storage.ocr_languages` names languages without data."""
+    packages = " ".join(f"tesseract-ocr-{m.replace('_', '-')}" for m in missing)
+    return (f"cold_storage.ocr_languages {spec!r}: tesseract has no data for "
+            f"{', '.join(missing)} (installed: {', '.join(sorted(installed_languages()))}); "
+            f"install it (apt install {packages}) or change the key")
