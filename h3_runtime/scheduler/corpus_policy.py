@@ -29,8 +29,11 @@ AHAS (the source design's rules, every number from `h3_config.yaml`):
   the previous question's at or below that bar) brings `hbf.corpus_jump_prefetch_window`
   blocks: the next questions on a new topic read its neighbourhood, while a question on the
   same topic finds most of it already there. Like a read-ahead that grows on hits, a deep
-  prefetch waits until a block of the last one has been read: a stream where every question
-  is a new topic (Zipf-popular filings) would otherwise read twice what no cache reads.
+  prefetch waits until a block of the last one has been read (or `scheduler.relevance_window`
+  questions have passed): a stream where every question is a new topic (Zipf-popular
+  filings) would otherwise read twice what no cache reads. A reader whose last question read
+  forward in a document and who now jumps is likely starting another reading: no deep
+  prefetch for them (it read more bytes than no cache on sequential readings).
 Each rule can be switched off (`AhasPolicy(off=...)`) for the trace bench's ablation table.
 """
 
@@ -147,6 +150,8 @@ class AhasPolicy(CachePolicy):
         self._prev_query: torch.Tensor | None = None  # the question before this one's vector
         self._deep: set[str] = set()  # the blocks the last deep (topic change) prefetch brought
         self._deep_paid = True  # ... one of them has been read since: the next may go deep
+        self._deep_at = 0  # ... at this question (`clock`)
+        self._pattern: str | None = None  # the last question's access pattern
         self._matrix: tuple[list[str], torch.Tensor] | None = None
 
     def describe(self, key: str, info: UnitInfo) -> None:
@@ -215,6 +220,7 @@ class AhasPolicy(CachePolicy):
             spare = sorted((k for k in held if k not in read), key=heat.get)
             droppable = set(spare[:int(len(spare) * cfg.corpus_replaceable_share)])
         pattern, prefetch = self._prefetch(held, accessed)
+        self._pattern = pattern
         # decay after the plan: this question's accesses count fully once
         alpha = cfg.ahaz_alpha
         for k in self.freq:
@@ -251,14 +257,20 @@ class AhasPolicy(CachePolicy):
         # vector when none of them has one)
         sims = (mat @ torch.stack(read).T).amax(1) if read else mat @ self._query  # (n,)
         bar = self.hbf.corpus_prefetch_similarity
-        deep = "jump_depth" not in self.off and self._new_topic(bar) and self._deep_paid
+        # a deep prefetch none of whose blocks was read blocks the next one for as many
+        # questions as relevance remembers (a stream's habits change: it does not block forever)
+        rearmed = self._deep_paid or self.clock - self._deep_at >= self.cfg.relevance_window
+        # ... and a reader who was reading a document in order and jumps is likely starting
+        # another reading, not a topic's questions: the usual window
+        jumper = self._pattern != "sequential"
+        deep = "jump_depth" not in self.off and self._new_topic(bar) and rearmed and jumper
         if deep:
             window = self.hbf.corpus_jump_prefetch_window
         order = torch.argsort(sims, descending=True).tolist()
         picked = [keys[i] for i in order if float(sims[i]) > bar and keys[i] not in have]
         picked = picked[:window]
         if deep and picked:  # the next deep prefetch waits until one of these is read
-            self._deep, self._deep_paid = set(picked), False
+            self._deep, self._deep_paid, self._deep_at = set(picked), False, self.clock
         return "jumping", picked
 
     def _new_topic(self, bar: float) -> bool:

@@ -67,8 +67,11 @@ def test_prefetch_makes_the_next_passage_warm_and_no_cache_never_is():
     none = dry_figures(units, trace, cfg, warm, sizes, "none")
     assert ahas["next_section_first_use_warm"] >= 0.5 > lru["next_section_first_use_warm"]
     # the prefetches replace blocks this stream reads again only once: AHAS reads no more bytes
-    # from disk than no cache at all, and serves most reads from memory
-    assert none["warm_hit_rate"] == 0 and none["cold_bytes_read"] >= ahas["cold_bytes_read"]
+    # from disk than no cache at all, but for the stream's first question's deep prefetch (a
+    # jump with no reading before it), and serves most reads from memory
+    first_guess = cfg.hbf.corpus_jump_prefetch_window * (1 << 20)
+    assert none["warm_hit_rate"] == 0
+    assert ahas["cold_bytes_read"] <= none["cold_bytes_read"] + first_guess
     off = dry_figures(units, trace, cfg, warm, sizes, "ahas", off=("sequential_prefetch",))
     assert off["warm_hit_rate"] < ahas["warm_hit_rate"]
 

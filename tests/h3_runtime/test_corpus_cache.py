@@ -232,6 +232,45 @@ def test_a_deep_prefetch_waits_until_the_last_one_was_read():
     assert (prefetched_on_c(True), prefetched_on_c(False)) == (3, 1)
 
 
+def test_an_unread_deep_prefetch_blocks_the_next_for_relevance_window_questions_only():
+    """Four topics, one question each, each back in the document (no sequential reading):
+    B's deep prefetch is never read, so C's jump prefetches shallow; D's, two questions after
+    B's (relevance_window 2), goes deep again."""
+    axes = torch.eye(4)
+    vectors = {"b19": axes[0], **{f"b{i}": axes[1] + 0.01 * i for i in range(10, 15)},
+               **{f"b{i}": axes[2] + 0.01 * i for i in range(5, 10)},
+               **{f"b{i}": axes[3] + 0.01 * i for i in range(0, 5)}}
+    c = cache("ahas", warm_blocks=20, hot_blocks=0, n=20, vectors=vectors,
+              scheduler=SchedulerConfig(relevance_window=2),
+              hbf=HbfConfig(prefetch_window=1, corpus_jump_prefetch_window=3))
+    counts = []
+    for key, topic in (("b19", 0), ("b14", 1), ("b9", 2), ("b4", 3)):
+        before = c.counters.prefetched
+        ask(c, key, vector=axes[topic])
+        counts.append(c.counters.prefetched - before)
+    assert counts[1:] == [3, 1, 3]
+
+
+def test_a_reader_who_read_in_order_and_jumps_gets_the_usual_window():
+    """A jump to a new topic goes deep after a jump, not after a step forward in the document
+    (a sequential reader who jumps is likely starting another reading)."""
+    a, c3 = torch.tensor([1.0, 0.0]), torch.tensor([0.0, 1.0])
+    vectors = {**{f"b{i}": c3 + 0.01 * i for i in range(0, 5)},
+               **{f"b{i}": a + 0.01 * i for i in range(6, 12)}}
+
+    def prefetched_on_c(first: str, second: str) -> int:
+        c = cache("ahas", warm_blocks=20, hot_blocks=0, vectors=vectors,
+                  hbf=HbfConfig(prefetch_window=1, corpus_jump_prefetch_window=3))
+        ask(c, first, vector=a)
+        ask(c, second, vector=a)  # a block of the first question's deep prefetch: paid
+        before = c.counters.prefetched
+        ask(c, "b2", vector=c3)
+        return c.counters.prefetched - before
+
+    assert prefetched_on_c("b6", "b7") == 1  # b7 follows b6: a sequential step, then the jump
+    assert prefetched_on_c("b11", "b10") == 3  # b10 is back in the document: a jump
+
+
 def test_jump_prefetch_brings_blocks_like_the_ones_read_not_like_the_question():
     q, chunk = torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])
     # b5 is like the block read (b4), b6 like the question; neither is read yet
