@@ -228,50 +228,64 @@ class AhasPolicy(CachePolicy):
         return Plan(hot=order, droppable=droppable, prefetch=prefetch, pattern=pattern)
 
     def _prefetch(self, held: list[str], accessed: Sequence[str]) -> tuple[str | None, list[str]]:
-        window = self.hbf.prefetch_window
+        """(pattern, blocks to prefetch) after a question that read `accessed`."""
         first = self.units.get(accessed[0]) if accessed else None
-        if first is None or window <= 0:
+        if first is None or self.hbf.prefetch_window <= 0:
             return None, []
-        place = (first.group, first.order)
-        prev, self._prev = self._prev, place
+        prev, self._prev = self._prev, (first.group, first.order)
         have = set(held) | set(accessed)
-        forward = (prev is not None and first.group is not None and prev[0] == first.group
-                   and first.order > prev[1])
-        if forward:
+        if (prev is not None and first.group is not None and prev[0] == first.group
+                and first.order > prev[1]):  # forward in the document the last question read
             if "sequential_prefetch" in self.off:
                 return "sequential", []
-            last = max((self.units[k].order for k in accessed
-                        if k in self.units and self.units[k].group == first.group),
-                       default=first.order)
-            nxt = sorted((info.order, k) for k, info in self.units.items()
-                         if info.group == first.group and last < info.order <= last + window)
-            return "sequential", [k for _, k in nxt if k not in have][:window]
+            return "sequential", self._next_in_document(first, accessed, have)
         if "semantic_prefetch" in self.off:
             return "jumping", []
+        return "jumping", self._like_what_was_read(accessed, have)
+
+    def _next_in_document(self, first: UnitInfo, accessed: Sequence[str],
+                          have: set[str]) -> list[str]:
+        """The `prefetch_window` blocks after the last one `accessed` read in `first`'s
+        document, in reading order, less those in memory (`have`)."""
+        window = self.hbf.prefetch_window
+        last = max((self.units[k].order for k in accessed
+                    if k in self.units and self.units[k].group == first.group),
+                   default=first.order)
+        nxt = sorted((info.order, k) for k, info in self.units.items()
+                     if info.group == first.group and last < info.order <= last + window)
+        return [k for _, k in nxt if k not in have][:window]
+
+    def _like_what_was_read(self, accessed: Sequence[str], have: set[str]) -> list[str]:
+        """The blocks most like the ones `accessed` read (best cosine above the bar), as many as
+        `prefetch_window`, or `corpus_jump_prefetch_window` when the question goes deep."""
         keys, mat = self._vectors()
         read = [self.units[k].vector for k in accessed
                 if k in self.units and self.units[k].vector is not None]
         if not keys or (not read and self._query is None):
-            return "jumping", []
+            return []
         # each block's best cosine with the blocks this question read (the question's own
         # vector when none of them has one)
         sims = (mat @ torch.stack(read).T).amax(1) if read else mat @ self._query  # (n,)
         bar = self.hbf.corpus_prefetch_similarity
-        # a deep prefetch none of whose blocks was read blocks the next one for as many
-        # questions as relevance remembers (a stream's habits change: it does not block forever)
-        rearmed = self._deep_paid or self.clock - self._deep_at >= self.cfg.relevance_window
-        # ... and a reader who was reading a document in order and jumps is likely starting
-        # another reading, not a topic's questions: the usual window
-        jumper = self._pattern != "sequential"
-        deep = "jump_depth" not in self.off and self._new_topic(bar) and rearmed and jumper
-        if deep:
-            window = self.hbf.corpus_jump_prefetch_window
+        deep = self._goes_deep(bar)
+        window = self.hbf.corpus_jump_prefetch_window if deep else self.hbf.prefetch_window
         order = torch.argsort(sims, descending=True).tolist()
         picked = [keys[i] for i in order if float(sims[i]) > bar and keys[i] not in have]
         picked = picked[:window]
         if deep and picked:  # the next deep prefetch waits until one of these is read
             self._deep, self._deep_paid, self._deep_at = set(picked), False, self.clock
-        return "jumping", picked
+        return picked
+
+    def _goes_deep(self, bar: float) -> bool:
+        """Whether this jump prefetches `corpus_jump_prefetch_window` blocks: it changed topic,
+        the last deep prefetch was read (or it was `relevance_window` questions ago: a stream's
+        habits change, an unread guess does not block for good), and the question before did
+        not read forward in a document (a reader who was reading in order and jumps is likely
+        starting another reading, not a topic's questions)."""
+        if "jump_depth" in self.off or self._pattern == "sequential":
+            return False
+        rearmed = self._deep_paid or self.clock - self._deep_at >= self.cfg.relevance_window
+        return rearmed and self._new_topic(bar)
 
     def _new_topic(self, bar: float) -> bool:
         """Whether this question left the previous one's topic: its vector's cosine with the
