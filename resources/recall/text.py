@@ -221,20 +221,26 @@ def dense_cosines(ctx: RecallContext, query: str, pool: list[tuple[dict, float]]
 def rerank(ctx: RecallContext, query: str, fused: list[tuple[dict, float]],
            bm25: dict[str, float], summary: dict[str, float] | None = None,
            words: str | None = None, cos: np.ndarray | None = None,
+           coverage: dict[str, float] | None = None,
            ) -> tuple[list[tuple[dict, float]], dict[str, float]]:
     """Re-scores the fused pool from three signals the fusion only saw as ranks: the exact
     cosine to the query (`cos`, when already computed), the BM25 score relative to the best one,
     and how many of the query's content words (of `words`, default the query) the chunk
-    contains. Also returns each chunk's dense score (chunk_id -> cosine), for the
-    other-language slot placed after later re-sorts."""
+    contains (`coverage`: chunk_id -> that share, where `within_reach` computed it already).
+    Also returns each chunk's dense score (chunk_id -> cosine), for the other-language slot
+    placed after later re-sorts."""
     if not fused:
         return [], {}
     cos = dense_cosines(ctx, query, fused) if cos is None else cos  # (P,)
     top_bm25 = max(bm25.values(), default=0.0) or 1.0
     covered = coverage_of(query_terms_all(words or query))
+    known = coverage or {}
     scored = []
     for (row, _), c in zip(fused, cos, strict=True):
-        s = (DENSE_WEIGHT * float(c) + COVERAGE_WEIGHT * covered(row["text"], chunk_stems(ctx, row))
+        share = known.get(row["chunk_id"])
+        if share is None:
+            share = covered(row["text"], chunk_stems(ctx, row))
+        s = (DENSE_WEIGHT * float(c) + COVERAGE_WEIGHT * share
              + BM25_WEIGHT * bm25.get(row["chunk_id"], 0.0) / top_bm25
              + SUMMARY_WEIGHT * (summary or {}).get(row["chunk_id"], 0.0))
         scored.append((row, s))
@@ -308,10 +314,11 @@ def page_support(ranked: list[tuple[dict, float]]) -> list[tuple[dict, float]]:
 def within_reach(ctx: RecallContext, query: str, pool: list[tuple[dict, float]],
                  cos: np.ndarray, bm25: dict[str, float], summary: dict[str, float] | None,
                  boost: dict[tuple[str, int], float], prior: dict[str, float], words: str,
-                 k: int) -> tuple[list[tuple[dict, float]], np.ndarray]:
+                 k: int) -> tuple[list[tuple[dict, float]], np.ndarray, dict[str, float]]:
     """The pool (and its cosines) with only the chunks of the first k pages (and pages tied
     with the k-th; pool.py): the same hits for a fraction of the rerank's work over a pool
-    that a company with many filings fills with their statement pages."""
+    that a company with many filings fills with their statement pages. Also returns the word
+    coverage it computed on the way (chunk_id -> share), which the rerank then reuses."""
     keys = [(row["doc_id"], int(row["page"])) for row, _ in pool]
     # (P,) each chunk's score but its word overlap (its terms added in another order)
     partial = DENSE_WEIGHT * cos.astype(np.float64)
@@ -325,14 +332,19 @@ def within_reach(ctx: RecallContext, query: str, pool: list[tuple[dict, float]],
     query_terms = query_terms_all(words or query)
     covered = coverage_of(query_terms)
 
+    coverage: dict[str, float] = {}
+
+    def share(row: dict) -> float:
+        coverage[row["chunk_id"]] = covered(row["text"], chunk_stems(ctx, row))
+        return coverage[row["chunk_id"]]
+
     def overlap(positions: np.ndarray) -> np.ndarray:  # (n,) as the rerank weighs it
-        return np.fromiter((COVERAGE_WEIGHT * covered(pool[i][0]["text"],
-                                                      chunk_stems(ctx, pool[i][0]))
-                            for i in positions), np.float64, len(positions))
+        return np.fromiter((COVERAGE_WEIGHT * share(pool[i][0]) for i in positions),
+                           np.float64, len(positions))
 
     keep = reachable(keys, partial, COVERAGE_WEIGHT if query_terms else 0.0, PAGE_SUPPORT,
                      prior, ctx.ok_doc_ids, k, overlap)
-    return [pool[i] for i in keep], cos[keep]
+    return [pool[i] for i in keep], cos[keep], coverage
 
 
 def text_recall(ctx: RecallContext, query: str, k: int,
@@ -387,10 +399,12 @@ def text_recall(ctx: RecallContext, query: str, k: int,
             cos = dense_cosines(ctx, query, ranked) if ranked else None  # (P,)
             if ranked and not ml and ctx.pages_total >= k:  # (the other-language slot
                 # looks past the first k pages, and without page merging rows are the hits)
-                ranked, cos = within_reach(ctx, query, ranked, cos, bm25, summary, boost,
-                                           routing.scores, words, k)
+                ranked, cos, coverage = within_reach(ctx, query, ranked, cos, bm25, summary,
+                                                     boost, routing.scores, words, k)
+            else:
+                coverage = None
             ranked, dense_scores = rerank(ctx, query, ranked, bm25, summary, words=words,
-                                          cos=cos)
+                                          cos=cos, coverage=coverage)
             if boost:
                 ranked = sorted(((r, s + boost.get((r["doc_id"], int(r["page"])), 0.0))
                                  for r, s in ranked), key=lambda rs: -rs[1])

@@ -117,3 +117,25 @@ def test_the_bounded_pool_gives_the_same_hits_for_fewer_reranked_chunks(tmp_path
     # 12 filings x 4 statement pages x 3 chunks reach the pool; the rerank sees the chunks
     # of the first 3 pages only
     assert all(w >= 144 for w in reranked[n:]) and reranked[:n] == [9] * n
+
+
+def test_the_rerank_reuses_the_word_coverage_the_bounded_pool_computed(tmp_path, monkeypatch):
+    """Each chunk's word coverage is computed once a query: the bounded pool's, reused by the
+    rerank (with the same scores as computing it again)."""
+    from collections import Counter
+
+    from h3.resources.recall import text
+
+    ctx = _filings(tmp_path)
+    query = "What was Northwind Trading's capital expenditure in FY2019?"
+    before = text.text_recall(ctx, query, 3)
+    calls: Counter = Counter()
+    stems = text.chunk_stems
+
+    def counting(ctx, row):
+        calls[row["chunk_id"]] += 1
+        return stems(ctx, row)
+
+    monkeypatch.setattr(text, "chunk_stems", counting)
+    assert text.text_recall(ctx, query, 3) == before
+    assert calls and max(calls.values()) == 1
