@@ -53,12 +53,14 @@ class TesseractOcr:
         self.last_languages = self.agent.lang  # what the last page was read with
         # "auto" without Chinese data: a page stays read in English (a retry would fail and
         # lose the English reading with it); `note` says so
-        self.fallback = (AUTO_FALLBACK if languages == AUTO
-                         and not missing_languages(AUTO_FALLBACK) else None)
-        self.note = None
-        if languages == AUTO and not self.fallback:
+        self.fallback: str | None = None
+        self.note: str | None = None
+        if languages == AUTO:
             missing = missing_languages(AUTO_FALLBACK)
-            self.note = f"no Chinese retry: {language_error(AUTO, missing)}"
+            if missing:
+                self.note = f"no Chinese retry: {language_error(AUTO, missing)}"
+            else:
+                self.fallback = AUTO_FALLBACK
 
     def read(self, image_rgb: np.ndarray):
         """A layoutparser Layout: one TextBlock per paragraph, with its text, mean word

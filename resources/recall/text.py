@@ -397,12 +397,11 @@ def text_recall(ctx: RecallContext, query: str, k: int,
                 for r in lst:
                     bm25[r["chunk_id"]] = max(bm25.get(r["chunk_id"], 0.0), float(r["_score"]))
             cos = dense_cosines(ctx, query, ranked) if ranked else None  # (P,)
+            coverage: dict[str, float] | None = None  # (word coverage within_reach computed)
             if ranked and not ml and ctx.pages_total >= k:  # (the other-language slot
                 # looks past the first k pages, and without page merging rows are the hits)
                 ranked, cos, coverage = within_reach(ctx, query, ranked, cos, bm25, summary,
                                                      boost, routing.scores, words, k)
-            else:
-                coverage = None
             ranked, dense_scores = rerank(ctx, query, ranked, bm25, summary, words=words,
                                           cos=cos, coverage=coverage)
             if boost:
