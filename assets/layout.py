@@ -4,18 +4,16 @@ where it sees them and by font-size rules where it does not; kept as layoutparse
 
 import re
 import statistics
-from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import layoutparser as lp
-import numpy as np
 import pymupdf
 from dagster import AssetExecutionContext
 
 from h3.assets._batch import per_document, summary_metadata
-from h3.assets._page_space import capped_dpi, clamp, from_pixels, page_box
+from h3.assets._layout_ahead import boxes_found_ahead
+from h3.assets._page_boxes import detected_pages, page_image
+from h3.assets._page_space import clamp, from_pixels, page_box
 from h3.assets.partitioning import document_asset
 from h3.ontology.records import DocumentRecord, LayoutBlock, LayoutRecord, PageLayout
 from h3.resources.models.layout import Detection, LayoutDetector, LayoutModelResource
@@ -23,7 +21,6 @@ from h3.resources.text_lang import word_count
 
 BULLETS = ("•", "◦", "▪", "-", "–", "*", "·")
 MIN_IMAGE_AREA = 0.02  # image blocks smaller than this share of the page are decorations
-LAYOUT_MAX_PIXELS = 16_000_000  # the model sees ~800 px anyway; a huge page is rendered smaller
 
 
 def _overlap(a: tuple, b: tuple) -> float:
@@ -55,52 +52,6 @@ def _rule_kind(text: str, size: float, body: float, bbox: tuple, height: float) 
     if size >= body * 1.15 and words <= 20:
         return "title"
     return "text"
-
-
-def page_image(page: pymupdf.Page, dpi: int) -> tuple[np.ndarray, int]:
-    """The page rendered for the layout model: (H, W, 3) BGR uint8, and the dpi used (lowered
-    for huge pages)."""
-    dpi = capped_dpi(page, dpi, LAYOUT_MAX_PIXELS)
-    pix = page.get_pixmap(dpi=dpi)
-    image = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n)  # (H, W, C)
-    return np.ascontiguousarray(image[:, :, 2::-1]), dpi  # (H, W, 3) BGR
-
-
-def detected_pages(pdf: pymupdf.Document, detector: LayoutDetector | None,
-                   wants: Callable[[pymupdf.Page], bool], dpi: int, workers: int
-                   ) -> Iterator[tuple[pymupdf.Page, list[Detection] | None]]:
-    """(page, the model's boxes in PDF points, or None where it did not look), in page order.
-
-    Pages are rendered here and read by the model on `workers` threads, at most 2 * workers
-    page images in flight: PyMuPDF is not thread-safe, so it stays on this thread, while
-    onnxruntime releases the GIL. Several single-threaded runs at once beat one run on several
-    threads: each op of a 2-thread run waits at a barrier for both threads, and on a busy
-    machine one of them is often descheduled (24 pages of a 10-K, same process: 4.3-4.5 s wall
-    for 2 workers x 1 thread vs 5.6-6.0 s for 1 x 2 threads, the same boxes)."""
-    if detector is None:
-        for page in pdf:
-            yield page, None
-        return
-
-    def done(page: pymupdf.Page, job: tuple[Future, int] | None) -> tuple:
-        if job is None:
-            return page, None
-        found, used = job[0].result(), job[1]
-        return page, [Detection(d.kind, d.score, tuple(from_pixels(page, d.bbox, used)))
-                      for d in found]
-
-    with ThreadPoolExecutor(max(1, workers), thread_name_prefix="layout") as pool:
-        pending: deque = deque()
-        for page in pdf:
-            job = None
-            if wants(page):
-                image, used = page_image(page, dpi)
-                job = (pool.submit(detector.detect, image), used)
-            pending.append((page, job))
-            while len(pending) > 2 * max(1, workers):
-                yield done(*pending.popleft())
-        while pending:
-            yield done(*pending.popleft())
 
 
 def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
@@ -167,15 +118,21 @@ def layout(context: AssetExecutionContext, documents: dict,
            layout_model: LayoutModelResource) -> dict:
     detector = layout_model.get_detector()
 
-    def one(doc_id: str, doc: DocumentRecord) -> LayoutRecord:
+    def one(doc_id: str, doc: DocumentRecord) -> LayoutRecord | dict:
         garbled = set(doc.garbled_pages)
+        ahead = boxes_found_ahead(doc_id, doc.source, layout_model) if detector else None
         with pymupdf.open(Path(doc.source)) as pdf:
+            read = (((page, ahead[0].get(page.number)) for page in pdf) if ahead is not None
+                    else detected_pages(pdf, detector, layout_model.wants, layout_model.dpi,
+                                        layout_model.page_workers()))
             pages = [page_layout(page, None, layout_model.dpi,
                                  keep_text=page.number + 1 not in garbled, detected=found)
-                     for page, found in detected_pages(
-                         pdf, detector, layout_model.wants, layout_model.dpi,
-                         layout_model.page_workers())]
-        return LayoutRecord(source=doc.source, pages=len(pages), layout=tuple(pages))
+                     for page, found in read]
+        record = LayoutRecord(source=doc.source, pages=len(pages), layout=tuple(pages))
+        if ahead is None:
+            return record
+        # (the stage's CPU includes what the background reader spent on this document)
+        return {**record.to_json(), "worker_cpu_seconds": ahead[1]}
 
     results = per_document(context, one, documents, reads=(DocumentRecord,))
     kinds: dict[str, int] = {}

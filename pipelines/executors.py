@@ -1,9 +1,10 @@
 """Where `h3 index-build`'s steps run (kept free of heavy imports: the CLI parses with it).
 
-- "in_process" (the default): one batch run after another in the calling process. Layout and
-  embeddings use every core through their own threads; the per-document stages that are plain
-  Python on one core (knowledge graph, tables, figures, OCR) spread their documents over
-  worker processes (resources/document_workers.py).
+- "in_process" (the default): one batch run after another in the calling process, while a
+  background process reads the later batches' pages with the layout model
+  (assets/_layout_ahead.py). Layout and embeddings use every core through their own threads;
+  the per-document stages that are plain Python on one core (knowledge graph, tables,
+  figures, OCR) spread their documents over worker processes (resources/document_workers.py).
 - "dask": concurrent batch runs whose steps execute on a dask cluster (pipelines/scaleout.py):
   the one at $H3_DASK_SCHEDULER, or a LocalCluster of `--workers` single-thread processes. On
   one 2-core machine it is no faster than in process (the 35 unlabelled development filings:

@@ -87,7 +87,8 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     for path in empty:
         log(f"h3 index-build: warning: no PDF under {path} (looked for *.pdf, any case)")
     from h3.assets._batch import document_listener
-    from h3.pipelines.definitions import defs
+    from h3.assets._layout_ahead import layout_ahead
+    from h3.pipelines.definitions import RESOURCES, defs
     from h3.pipelines.instance import get_instance
     from h3.pipelines.partitions import add_partitions, contiguous_batches
     from h3.pipelines.registry import register_many
@@ -116,8 +117,12 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         # a line per document as each stage finishes it (the stages run in this process)
         per_file = (document_listener(DocumentProgress(files_of)) if show_progress
                     else nullcontext())
-        with per_file:
-            for batch in contiguous_batches(instance, todo_ids, max(1, batch_size)):
+        batches = contiguous_batches(instance, todo_ids, max(1, batch_size))
+        with per_file, layout_ahead() as ahead:
+            if ahead is not None:  # later batches' pages, read while earlier runs work
+                ahead.submit({d: files_of[d] for batch in batches[1:] for d in batch
+                              if files_of.get(d)}, RESOURCES["layout_model"])
+            for batch in batches:
                 run_ids += execute_batch(job, instance, batch, files_of)
                 bar.advance(len(batch), pages=_pages(store, batch))
     bar.close()

@@ -105,7 +105,7 @@ class LayoutModelResource(ConfigurableResource):
     conf_thresh: float = Field(default=0.5, description="minimum box confidence")
     threads: int = Field(default=1, description="onnxruntime intra-op threads of one page's run")
     workers: int = Field(default=0, description="pages the model reads at once, each on its own "
-                         "thread (assets/layout.py: detected_pages says why not more intra-op "
+                         "thread (assets/_page_boxes.py: detected_pages says why not more intra-op "
                          "threads instead); 0: one per core this process may use "
                          "(resources/models/cpu.py)")
     dpi: int = Field(default=72, description="page render resolution fed to the model")
