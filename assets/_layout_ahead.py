@@ -8,8 +8,8 @@ model (rendering + PP-PicoDet) is ~97% of the layout stage's CPU and depends onl
 the model's settings, so the CLI hands the documents of its later batches to one background
 process at the lowest CPU priority (SCHED_IDLE): it takes the time the running stages leave idle
 and yields the core whenever they want it. When a later run's layout stage reaches a document,
-it takes the boxes found for it (the same function of the same pages: the same layout) and
-reads the pages itself where nothing was found yet.
+it takes the boxes found for its pages (the same function of the same pages: the same layout)
+and reads the other pages itself.
 
 Only `h3 index-build`'s in-process runs use it (`layout_ahead()` around its batches); a run from
 the UI or on dask workers finds nothing here and reads every page in its layout stage.
@@ -34,6 +34,8 @@ from h3.resources.models.cpu import cpu_threads
 from h3.resources.models.layout import Detection, LayoutModelResource
 
 log = logging.getLogger(__name__)
+
+PAGES_PER_TASK = 8  # a task's pages: ~1-2 s on one core, what a stage may wait for at most twice
 
 PageBoxes = dict[int, list[Detection] | None]  # 0-based page -> boxes (PDF points), None: not read
 
@@ -61,15 +63,16 @@ class Reading:
                    model.dpi, model.pages)
 
 
-def read_boxes(reading: Reading) -> tuple[PageBoxes, float]:
-    """The layout stage's own reading of the PDF's pages, on one page at a time (a background
-    process's share); returns the boxes and the CPU seconds spent."""
+def read_boxes(reading: Reading, first: int, stop: int) -> tuple[PageBoxes, float]:
+    """The layout stage's own reading of pages `first` .. `stop` - 1 (0-based) of the PDF, one
+    page at a time (a background process's share); returns the boxes and the CPU seconds."""
     cpu0 = time.process_time()
     model = LayoutModelResource(conf_thresh=reading.conf_thresh, threads=reading.threads,
                                 dpi=reading.dpi, pages=reading.pages)
     with pymupdf.open(reading.path) as pdf:
         found = {page.number: boxes for page, boxes in detected_pages(
-            pdf, model.get_detector(), model.wants, model.dpi, workers=1)}
+            pdf.pages(first, min(stop, pdf.page_count)), model.get_detector(), model.wants,
+            model.dpi, workers=1)}
     return found, time.process_time() - cpu0
 
 
@@ -84,11 +87,13 @@ def _lowest_priority() -> None:
 
 
 class LayoutAhead:
-    """One background process reading pages for the documents handed to it, in order."""
+    """One background process reading the pages of the documents handed to it, in order, a few
+    pages a task: a stage that reaches a document waits at most for the task or two under way
+    (a 10-K read whole on one core would keep it waiting longer than reading it itself)."""
 
     def __init__(self) -> None:
         self._pool: ProcessPoolExecutor | None = None
-        self._pending: dict[str, tuple[Reading, Future]] = {}
+        self._pending: dict[str, tuple[Reading, list[Future]]] = {}
 
     def submit(self, sources: dict[str, str], model: LayoutModelResource) -> None:
         """Reads the pages of each document (doc_id -> PDF path), in the given order."""
@@ -99,25 +104,42 @@ class LayoutAhead:
                                              initializer=_lowest_priority)
         for doc_id, path in sources.items():
             reading = Reading.of(path, model)
-            if reading is not None and doc_id not in self._pending:
-                self._pending[doc_id] = (reading, self._pool.submit(read_boxes, reading))
+            if reading is None or doc_id in self._pending:
+                continue
+            try:
+                with pymupdf.open(path) as pdf:
+                    count = pdf.page_count
+            except Exception:  # noqa: BLE001, S112 - not a PDF here: the stages say why
+                continue
+            self._pending[doc_id] = (reading, [
+                self._pool.submit(read_boxes, reading, first, first + PAGES_PER_TASK)
+                for first in range(0, count, PAGES_PER_TASK)])
 
     def take(self, doc_id: str, path: str, model: LayoutModelResource
              ) -> tuple[PageBoxes, float] | None:
-        """The boxes found for the document (and their CPU seconds), waiting for a reading under
-        way; None where none was asked for, it has not started (it is dropped: the stage reads
-        the pages faster itself, on every core), the file or the settings changed, or it
-        failed (the stage reads it again and says why)."""
-        reading, future = self._pending.pop(doc_id, (None, None))
-        if future is None or reading != Reading.of(path, model):
+        """The boxes found for the document's pages (those read, waiting for the tasks under
+        way) and their CPU seconds. Tasks not started are dropped: the stage reads those pages
+        faster itself, on every core; so are the boxes of a file or settings that changed
+        since, and tasks that failed (the stage reads those pages and says what is wrong).
+        None where nothing was found."""
+        reading, futures = self._pending.pop(doc_id, (None, []))
+        if not futures or reading != Reading.of(path, model):
+            for future in futures:
+                future.cancel()
             return None
-        if future.cancel():
-            return None
-        try:
-            return future.result()
-        except Exception as exc:  # noqa: BLE001 - the stage reads the pages itself
-            log.info("layout ahead: %s: %r; the layout stage reads it", path, exc)
-            return None
+        found: PageBoxes = {}
+        cpu = 0.0
+        for future in futures:
+            if future.cancel():
+                continue
+            try:
+                boxes, seconds = future.result()
+            except Exception as exc:  # noqa: BLE001 - the stage reads those pages itself
+                log.info("layout ahead: %s: %r; the layout stage reads those pages", path, exc)
+                continue
+            found.update(boxes)
+            cpu += seconds
+        return (found, cpu) if found else None
 
     def close(self) -> None:
         if self._pool is not None:

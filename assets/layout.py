@@ -122,12 +122,11 @@ def layout(context: AssetExecutionContext, documents: dict,
         garbled = set(doc.garbled_pages)
         ahead = boxes_found_ahead(doc_id, doc.source, layout_model) if detector else None
         with pymupdf.open(Path(doc.source)) as pdf:
-            read = (((page, ahead[0].get(page.number)) for page in pdf) if ahead is not None
-                    else detected_pages(pdf, detector, layout_model.wants, layout_model.dpi,
-                                        layout_model.page_workers()))
             pages = [page_layout(page, None, layout_model.dpi,
                                  keep_text=page.number + 1 not in garbled, detected=found)
-                     for page, found in read]
+                     for page, found in detected_pages(
+                         pdf, detector, layout_model.wants, layout_model.dpi,
+                         layout_model.page_workers(), known=ahead[0] if ahead else None)]
         record = LayoutRecord(source=doc.source, pages=len(pages), layout=tuple(pages))
         if ahead is None:
             return record

@@ -7,17 +7,24 @@ import os
 import shutil
 from pathlib import Path
 
+import pymupdf
 import pytest
 from dagster import DagsterInstance, materialize
 
 import h3.assets._layout_ahead as ahead_module
-from h3.assets._layout_ahead import LayoutAhead, layout_ahead
+from h3.assets._layout_ahead import LayoutAhead, Reading, layout_ahead, read_boxes
+from h3.assets._page_boxes import detected_pages
 from h3.assets.documents import documents
 from h3.assets.layout import layout
 from h3.pipelines.definitions import RESOURCES
 from h3.pipelines.registry import register
-from h3.resources.models.layout import LayoutModelResource
+from h3.resources.models.layout import Detection, LayoutModelResource
 from h3.resources.store import open_store
+
+
+def _wait(ahead: LayoutAhead, doc_id: str) -> None:
+    for future in ahead._pending[doc_id][1]:
+        future.result(timeout=120)
 
 
 def _layout_of(doc_id: str) -> dict:
@@ -51,7 +58,7 @@ def test_the_stage_takes_the_boxes_read_ahead_and_stores_the_same_layout(
     with layout_ahead() as ahead:
         assert ahead is not None
         ahead.submit({doc_id: str(pdf)}, RESOURCES["layout_model"])
-        ahead._pending[doc_id][1].result(timeout=120)  # read before the stage asks
+        _wait(ahead, doc_id)  # read before the stage asks
         read_ahead = _layout_of(doc_id)
     assert len(taken) == 1 and taken[0] is not None
     boxes, cpu = taken[0]
@@ -71,7 +78,7 @@ def test_a_changed_file_other_settings_or_an_unread_document_get_nothing(tmp_pat
     try:
         ahead.submit({"a": str(pdf), "b": str(pdf), "c": str(pdf)}, model)
         for doc in "abc":
-            ahead._pending[doc][1].result(timeout=120)
+            _wait(ahead, doc)
         assert ahead.take("a", str(pdf), LayoutModelResource(dpi=96)) is None
         assert ahead.take("never-given", str(pdf), model) is None
         assert ahead.take("b", str(pdf), model) is not None
@@ -89,8 +96,7 @@ def test_a_file_the_reader_cannot_read_is_left_to_the_stage(tmp_path):
     try:
         model = LayoutModelResource()
         ahead.submit({"bad": str(bad)}, model)
-        with pytest.raises(Exception):  # noqa: B017 - whatever PyMuPDF raises
-            ahead._pending["bad"][1].result(timeout=120)
+        assert "bad" not in ahead._pending  # PyMuPDF cannot open it: nothing to read ahead
         assert ahead.take("bad", str(bad), model) is None
     finally:
         ahead.close()
@@ -106,3 +112,24 @@ def test_no_reader_on_one_core_or_without_the_model(monkeypatch, tmp_path):
     with layout_ahead() as ahead:
         ahead.submit({"d": str(tmp_path / "x.pdf")}, LayoutModelResource(enabled=False))
         assert ahead._pending == {} and ahead._pool is None
+
+
+def test_pages_read_ahead_and_pages_read_by_the_stage_join_up(sample_corpus):
+    """Some pages read ahead (the tasks that ran), the rest by the stage: the same boxes as
+    the stage reading all of them."""
+    pdf_path = str(sample_corpus / "annual_report.pdf")
+    model = LayoutModelResource()
+    detector = model.get_detector()
+    with pymupdf.open(pdf_path) as pdf:
+        own = [(p.number, boxes) for p, boxes in detected_pages(pdf, detector, model.wants,
+                                                                model.dpi, 2)]
+        assert pdf.page_count >= 3 and any(boxes for _, boxes in own)
+        ahead, cpu = read_boxes(Reading.of(pdf_path, model), 1, 2)  # page 2 only
+        assert set(ahead) == {1} and cpu > 0
+        joined = [(p.number, boxes) for p, boxes in detected_pages(
+            pdf, detector, model.wants, model.dpi, 2, known=ahead)]
+        given = [Detection("table", 0.9, (1.0, 2.0, 3.0, 4.0))]  # taken as they are
+        marked = [(p.number, boxes) for p, boxes in detected_pages(
+            pdf, detector, model.wants, model.dpi, 2, known={1: given})]
+    assert joined == own
+    assert marked[1] == (1, given) and marked[:1] + marked[2:] == own[:1] + own[2:]
