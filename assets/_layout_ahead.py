@@ -37,7 +37,9 @@ log = logging.getLogger(__name__)
 
 PAGES_PER_TASK = 8  # a task's pages: ~1-2 s on one core, what a stage may wait for at most twice
 
-PageBoxes = dict[int, list[Detection] | None]  # 0-based page -> boxes (PDF points), None: not read
+# 0-based page -> the model's boxes (PDF points), None where it does not look at the page
+# (layout_model.pages); a page read by nobody yet is absent
+PageBoxes = dict[int, list[Detection] | None]
 
 
 @dataclass(frozen=True, slots=True)
