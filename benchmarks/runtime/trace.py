@@ -31,7 +31,9 @@ moves AHAS's margin over LRU by several points (seed 0 of the development store:
 +3.3 on check; over 20 seeds the same halves read +7.2 and +5.2). `seed_spread` replays
 SPREAD_SEEDS streams of each kind per policy with placeholder blocks (hit rates depend only on
 which blocks are read) and reports the mean and the range of AHAS's margin: the figure to
-compare against a target, beside the real-KV run of seed 0.
+compare against a target, beside the real-KV run of seed 0. `drift_misses` says where the
+drift streams' misses are (a topic's first reads, later first reads a prefetch could save,
+re-reads), for AHAS and LRU.
 """
 
 from __future__ import annotations
@@ -269,6 +271,43 @@ def seed_spread(units: list[Unit], cfg: H3Config, warm_bytes: int, sizes: dict[s
                                "min": round(min(margin), 4), "max": round(max(margin), 4)}}
 
 
+def drift_misses(units: list[Unit], cfg: H3Config, warm_bytes: int, sizes: dict[str, int],
+                 seeds: int = SPREAD_SEEDS, n: int = QUESTIONS,
+                 policies: tuple[str, ...] = ("ahas", "lru")) -> dict:
+    """Where the drift streams' misses are (placeholder blocks, seeds 0..seeds-1): each read is a
+    block's first in the stream or a re-read, in a topic's first question or a later one (topics
+    last DWELL questions). A first read in a topic's first question is a miss for any policy
+    that cannot see the jump coming; a first read later in the topic is what a prefetch can
+    save (`held_before`: misses of blocks that a prefetch had brought and that were dropped
+    before this read); a re-read is what keeping blocks saves."""
+    out: dict = {}
+    for name in policies:
+        tally: dict[str, dict[str, int]] = {}
+        for seed in range(seeds):
+            cache = policy_cache(name, cfg, SizeOnly(), warm_bytes)
+            for u in units:
+                cache.describe(u.key, nbytes=sizes[u.key], group=u.doc, order=u.order,
+                               vector=torch.from_numpy(u.vector))
+            seen: set[str] = set()
+            held: set[str] = set()  # every block held in memory after some question
+            for i, q in enumerate(make_trace("drift", units, n, seed=seed)):
+                cache.begin_question(torch.from_numpy(q.vector))
+                for j in q.evidence:
+                    cache.get(units[j].key)
+                done = cache.end_question()
+                for key, tier in zip(done["accessed"], done["tiers"], strict=True):
+                    part = ("re_read" if key in seen else
+                            "first_read_topic_start" if i % DWELL == 0 else "first_read_later")
+                    row = tally.setdefault(part, {"hit": 0, "miss": 0})
+                    row["hit" if tier != "cold" else "miss"] += 1
+                    if part == "first_read_later" and tier == "cold" and key in held:
+                        row["held_before"] = row.get("held_before", 0) + 1
+                    seen.add(key)
+                held |= set(cache.warm) | set(cache.hot)
+        out[name] = tally
+    return out
+
+
 # ---- the scenario -------------------------------------------------------------------------------
 
 def run_trace(out_dir: Path, quick: bool, home: str | None = None) -> dict:
@@ -287,6 +326,7 @@ def run_trace(out_dir: Path, quick: bool, home: str | None = None) -> dict:
     halves_out: dict = {}
     ablation: dict = {kind: {} for kind in KINDS}
     spread: dict = {kind: {} for kind in KINDS}
+    misses: dict = {}
     for half, units in corpus.items():
         if not units:
             continue
@@ -311,12 +351,15 @@ def run_trace(out_dir: Path, quick: bool, home: str | None = None) -> dict:
             ablation[kind][half] = {k: _brief(v) for k, v in dry.items()}
             spread[kind][half] = seed_spread(units, cfg, warm, sizes, kind,
                                              seeds=4 if quick else SPREAD_SEEDS, n=n_q)
+        misses[half] = drift_misses(units, cfg, warm, sizes, seeds=4 if quick else SPREAD_SEEDS,
+                                    n=n_q)
     for kind in KINDS:
         for name in POLICIES:
             report[kind][name] = _pool(report[kind][name]["halves"])
         report[kind]["answers_identical"] = _identical(report[kind])
     report.update(
-        ablation=ablation, seed_spread=spread, halves=halves_out, store=str(root), kv_store=store_info,
+        ablation=ablation, seed_spread=spread, drift_misses=misses, halves=halves_out,
+        store=str(root), kv_store=store_info,
         trace={"questions": n_q, "evidence_per_question": EVIDENCE, "warm_share": WARM_SHARE,
                "hot_budget_bytes": int(cfg.runtime.hbm_size_gb * GIB),
                "ttft_sample": f"every {SAMPLE_EVERY}th question (the rest read their blocks only)",

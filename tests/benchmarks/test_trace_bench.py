@@ -88,3 +88,23 @@ def test_seed_spread_is_the_mean_of_each_streams_replay():
     assert spread["warm_hit_rate_mean"]["none"] == 0
     margin = spread["ahas_minus_lru"]
     assert margin["min"] <= margin["mean"] <= margin["max"] and margin["min"] > 0  # prefetch
+
+
+def test_drift_misses_count_every_read_once_and_only_prefetch_saves_a_first_read():
+    from benchmarks.runtime.trace import drift_misses
+
+    units = corpus()
+    sizes = {u.key: 1 << 20 for u in units}
+    warm = len(units) // 4 << 20
+    cfg = shipped_config()
+    tally = drift_misses(units, cfg, warm, sizes, seeds=2, n=20,
+                         policies=("ahas", "lru", "none"))
+    reads = sum(len(q.evidence) for s in range(2) for q in make_trace("drift", units, 20, seed=s))
+    for parts in tally.values():
+        assert sum(row["hit"] + row["miss"] for row in parts.values()) == reads
+    # a block's first read is a hit only when something brought it before it was asked for
+    for policy in ("lru", "none"):
+        assert tally[policy]["first_read_topic_start"]["hit"] == 0
+        assert tally[policy]["first_read_later"]["hit"] == 0
+    assert tally["ahas"]["first_read_later"]["hit"] > 0
+    assert tally["none"]["re_read"]["hit"] == 0 < tally["lru"]["re_read"]["hit"]
