@@ -215,18 +215,13 @@ def replay(units: list[Unit], trace: list[Question], cache: CorpusKVCache,
     """Plays `trace` on `cache`; `answer(i, q)` (when given) answers sampled questions for real
     (it reads through the cache itself), other questions only read their evidence's blocks.
     Returns the cache's figures, the sequential first-use hits and the sampled answers."""
-    for u in units:
-        cache.describe(block_of(u.key), nbytes=sizes[u.key], group=u.doc, order=u.order,
-                       vector=torch.from_numpy(u.vector))
+    _describe(cache, units, block_of, sizes)
     first_use, sampled = [], []
     prev: Question | None = None
     for i, q in enumerate(trace):
         got = answer(i, q) if answer is not None else None
         if got is None:
-            cache.begin_question(torch.from_numpy(q.vector))
-            for j in q.evidence:
-                cache.get(block_of(units[j].key))
-            tiers = cache.end_question()
+            tiers = _read_evidence(cache, units, q, block_of)
         else:
             tiers = got.pop("tiers")
             sampled.append(got)
@@ -238,6 +233,22 @@ def replay(units: list[Unit], trace: list[Question], cache: CorpusKVCache,
     figures["next_section_first_use_warm"] = (round(sum(first_use) / len(first_use), 4)
                                               if first_use else None)
     return {"figures": figures, "sampled": sampled}
+
+
+def _describe(cache: CorpusKVCache, units: list[Unit], block_of: Callable[[str], str],
+              sizes: dict[str, int]) -> None:
+    for u in units:
+        cache.describe(block_of(u.key), nbytes=sizes[u.key], group=u.doc, order=u.order,
+                       vector=torch.from_numpy(u.vector))
+
+
+def _read_evidence(cache: CorpusKVCache, units: list[Unit], q: Question,
+                   block_of: Callable[[str], str]) -> dict:
+    """One question that only reads its evidence's blocks; its reads by tier (end_question)."""
+    cache.begin_question(torch.from_numpy(q.vector))
+    for j in q.evidence:
+        cache.get(block_of(units[j].key))
+    return cache.end_question()
 
 
 def policy_cache(name: str, cfg: H3Config, cold, warm_bytes: int, off=(),
@@ -280,32 +291,26 @@ def drift_misses(units: list[Unit], cfg: H3Config, warm_bytes: int, sizes: dict[
     that cannot see the jump coming; a first read later in the topic is what a prefetch can
     save (`held_before`: misses of blocks that a prefetch had brought and that were dropped
     before this read); a re-read is what keeping blocks saves."""
-    out: dict = {}
-    for name in policies:
-        tally: dict[str, dict[str, int]] = {}
-        for seed in range(seeds):
+    tally: dict[str, dict[str, dict[str, int]]] = {name: {} for name in policies}
+    for seed in range(seeds):
+        trace = make_trace("drift", units, n, seed=seed)
+        for name in policies:
             cache = policy_cache(name, cfg, SizeOnly(), warm_bytes)
-            for u in units:
-                cache.describe(u.key, nbytes=sizes[u.key], group=u.doc, order=u.order,
-                               vector=torch.from_numpy(u.vector))
+            _describe(cache, units, str, sizes)
             seen: set[str] = set()
-            held: set[str] = set()  # every block held in memory after some question
-            for i, q in enumerate(make_trace("drift", units, n, seed=seed)):
-                cache.begin_question(torch.from_numpy(q.vector))
-                for j in q.evidence:
-                    cache.get(units[j].key)
-                done = cache.end_question()
+            held: set[str] = set()  # every block in memory after some question (hot is in warm)
+            for i, q in enumerate(trace):
+                done = _read_evidence(cache, units, q, str)
                 for key, tier in zip(done["accessed"], done["tiers"], strict=True):
                     part = ("re_read" if key in seen else
                             "first_read_topic_start" if i % DWELL == 0 else "first_read_later")
-                    row = tally.setdefault(part, {"hit": 0, "miss": 0})
+                    row = tally[name].setdefault(part, {"hit": 0, "miss": 0})
                     row["hit" if tier != "cold" else "miss"] += 1
                     if part == "first_read_later" and tier == "cold" and key in held:
                         row["held_before"] = row.get("held_before", 0) + 1
                     seen.add(key)
-                held |= set(cache.warm) | set(cache.hot)
-        out[name] = tally
-    return out
+                held |= set(cache.warm)
+    return tally
 
 
 # ---- the scenario -------------------------------------------------------------------------------
