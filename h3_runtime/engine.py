@@ -71,7 +71,7 @@ class H3Engine:
         param = next(model.parameters())  # the model's dtype and device
         model_dtype, self.device = param.dtype, param.device
         self.decode_dtype = decode_kv_dtype(model_dtype, rt.decode_kv_dtype)
-        self.decode_native_matmul = native_narrow_matmul(self.device)
+        self.decode_native_matmul = native_narrow_matmul(self.device, self.decode_dtype)
         self.geometry = plan_geometry(
             self.budget_bytes, self.n_layers, self.bytes_per_token_layer, rt, selection=selection,
             decode_bytes_per_token_layer=hot_bytes_per_token_layer(

@@ -51,6 +51,8 @@ H3_VARIANTS = (("h3_10%", 0.10, {}), ("h3_20%", 0.20, {}), ("h3_5%", 0.05, {}),
                ("h3_10%_reselect_every_3", 0.10, {**NO_GATE, "decode_reselect_every": 3}),
                ("h3_10%_reselect_every_4", 0.10, {**NO_GATE, "decode_reselect_every": 4}),
                ("h3_10%_float16", 0.10, {"decode_kv_dtype": "float16"}),
+               ("h3_10%_bfloat16", 0.10, {"decode_kv_dtype": "bfloat16"}),
+               ("h3_5%_bfloat16", 0.05, {"decode_kv_dtype": "bfloat16"}),
                ("h3_10%_sketches_only", 0.10, {"decode_exact_rescore": 0}))
 
 

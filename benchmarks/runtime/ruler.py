@@ -48,10 +48,14 @@ DECISIVE_MARGIN = 0.5  # logits: full attention's lead below which its answer is
 # (name, hot budget as a share of the full KV, block selection, warm tier as a share of it or
 # None for the shipped hbf_size_gb). "h3_10%_spill": the prefill bench's spill variant (warm
 # capped at SPILL_WARM_SHARE of the KV, so hot + warm blocks + summaries stay within 20% of full
-# attention's and the other blocks live in cold): the answers that memory figure comes with
+# attention's and the other blocks live in cold): the answers that memory figure comes with.
+# An optional fifth item: runtime keys changed from the shipped defaults ("h3_10%_bfloat16":
+# decode KV in bfloat16, what the decode bench's variant of that name buys in time)
 RULER_VARIANTS = (("window_10%", 0.10, False, None), ("h3_10%", 0.10, True, None),
                   ("h3_5%", 0.05, True, None), ("h3_2.5%", 0.025, True, None),
-                  ("h3_10%_spill", 0.10, True, SPILL_WARM_SHARE))
+                  ("h3_10%_spill", 0.10, True, SPILL_WARM_SHARE),
+                  ("h3_10%_bfloat16", 0.10, True, None, {"decode_kv_dtype": "bfloat16"}),
+                  ("h3_5%_bfloat16", 0.05, True, None, {"decode_kv_dtype": "bfloat16"}))
 # --quick: the 4K tasks a loaded 2-core machine affords in ~45 min (one sample each)
 QUICK_TASKS = ("niah_single_1", "niah_multikey_1", "niah_multivalue", "vt")
 PASSKEY_VARIANTS = (("window_10%", 0.10, False, None), ("h3_20%", 0.20, True, None),
@@ -159,8 +163,10 @@ def run_sample(base: H3Engine, s: Sample, variants, out_dir: Path,
                     "answer_margin": answer_margin(tok, ans, margins, s.answers),
                     "prefill_s": None if prefill_s is None else round(prefill_s, 2),
                     "decode_s": round(time.perf_counter() - t0, 2)}}
-    for name, frac, selection, warm in variants:
+    for name, frac, selection, warm, *changes in variants:
         extra = {} if warm is None else {"hbf_size_gb": full_kv * warm / GiB}
+        if changes:
+            extra["config"] = {"runtime": changes[0]}
         try:
             engine = H3Engine(model=model, tokenizer=tok, hbm_size_gb=full_kv * frac / GiB,
                               cold_storage_path=out_dir / "ruler-kv", selection=selection, **extra)

@@ -79,3 +79,31 @@ def test_decisive_retention_leaves_out_near_ties_only():
     assert s["retention_vs_full"] == {"h3": 0.5} and s["samples_full_solves"] == 2
     assert s["retention_vs_full_decisive"] == {"h3": 1.0}
     assert s["samples_full_solves_decisively"] == 1
+
+
+def test_a_variant_with_runtime_changes_builds_its_engine_with_them(monkeypatch, tmp_path):
+    """A RULER variant's fifth item (runtime keys changed, e.g. h3_10%_bfloat16's decode dtype)
+    reaches its engine's config; the shipped variants get none (the engine's own defaults)."""
+    import types
+
+    import benchmarks.runtime.ruler as ruler
+    from benchmarks.evals.ruler_tasks import Sample
+    from h3_runtime.kvcache.geometry import BudgetTooSmallError
+
+    ran: list = []
+
+    def engine(**kw):  # records the config, then declines (run_sample records the error)
+        ran.append(kw.get("config"))
+        raise BudgetTooSmallError("recorded")
+
+    monkeypatch.setattr(ruler, "H3Engine", engine)
+    monkeypatch.setattr(ruler, "full_answer", lambda *a, **k: [7])
+    monkeypatch.setattr(ruler, "answer_margin", lambda *a, **k: None)
+    tok = types.SimpleNamespace(decode=lambda ids, **k: "x", eos_token_id=0)
+    base = types.SimpleNamespace(model=None, tokenizer=tok, bytes_per_token_layer=2**20,
+                                 n_layers=2**10)
+    chosen = [v for v in ruler.RULER_VARIANTS if v[0] in ("h3_10%", "h3_10%_bfloat16")]
+    row = ruler.run_sample(base, Sample("fwe", 1, [1], ["x"], 1), chosen, tmp_path,
+                           prompt=([], None))
+    assert row["h3_10%"]["error"] == row["h3_10%_bfloat16"]["error"] == "recorded"
+    assert ran == [None, {"runtime": {"decode_kv_dtype": "bfloat16"}}]

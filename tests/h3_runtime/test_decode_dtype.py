@@ -172,8 +172,54 @@ def test_decode_on_cuda_attends_the_float16_buffer_natively(cold_dir):
     assert cache.pool.by_purpose.get("decode attention", 0) == 0  # released after each layer
 
 
-def test_the_cpu_decodes_through_the_up_cast_copy():
+def test_the_cpu_attends_natively_only_a_bfloat16_buffer_with_bfloat16_kernels(monkeypatch):
+    """float16 on a CPU goes through the up-cast copy; bfloat16 is attended in place exactly
+    where oneDNN says the CPU has bfloat16 instructions; CUDA attends either natively."""
+    from h3_runtime.kvcache import sparse_attention
     from h3_runtime.kvcache.sparse_attention import native_narrow_matmul
 
-    assert not native_narrow_matmul(torch.device("cpu"))
+    cpu = torch.device("cpu")
+    assert not native_narrow_matmul(cpu) and not native_narrow_matmul(cpu, torch.float16)
     assert native_narrow_matmul(torch.device("cuda"))
+    assert native_narrow_matmul(torch.device("cuda"), torch.bfloat16)
+    for has in (False, True):
+        monkeypatch.setattr(sparse_attention, "cpu_has_native_bfloat16", lambda has=has: has)
+        assert native_narrow_matmul(cpu, torch.bfloat16) is has
+        assert not native_narrow_matmul(cpu, torch.float16)
+
+
+def test_bfloat16_decode_attends_natively_exactly_where_the_cpu_can_and_holds_its_budget(cold_dir):
+    """decode_kv_dtype bfloat16 on this CPU: attended in place where oneDNN has bfloat16
+    kernels (no up-cast copy planned or made), through the up-cast copy elsewhere; either way
+    the buffers are bfloat16 and the budget holds."""
+    from h3_runtime.kvcache.sparse_attention import cpu_has_native_bfloat16
+
+    engine, cache, _, out = _run(tiny_llama(layers=6), cold_dir, "bfloat16")
+    assert engine.decode_native_matmul is cpu_has_native_bfloat16()
+    assert engine.stats()["mode"] == "sparse" and len(out) == 6
+    assert all(layer.store.k.dtype == torch.bfloat16 for layer in cache.layers)
+    assert 0 < cache.pool.peak_bytes <= cache.pool.budget_bytes
+    assert cache.pool.by_purpose.get("decode attention", 0) == 0  # released after each layer
+
+
+def test_native_bfloat16_decode_attention_matches_sdpa():
+    """The native path with a bfloat16 buffer (what a CPU with bfloat16 kernels runs) computes
+    sdpa's attention over the buffer's float32 copy to bfloat16's rounding, masked columns
+    ignored; whether or not this CPU has the kernels, the arithmetic is the same."""
+    from h3_runtime.kvcache.hot import HotPool
+    from h3_runtime.kvcache.sparse_attention import _per_query_head, decode_attention
+
+    g = torch.Generator().manual_seed(7)
+    H, groups, N, D = 3, 3, 200, 64
+    q = torch.randn(1, H * groups, 1, D, generator=g)
+    k = torch.randn(H, N, D, generator=g).bfloat16()
+    v = torch.randn(H, N, D, generator=g).bfloat16()
+    bias = torch.zeros(H, N)
+    bias[1, 50:120] = float("-inf")
+    out = decode_attention(q, k, v, bias, 0.125, HotPool(10**7), native=True)
+    mask = _per_query_head(bias, H * groups)[None, :, None, :]
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, k[None].float(), v[None].float(), attn_mask=mask, scale=0.125, enable_gqa=True)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, ref.transpose(1, 2), rtol=2e-2, atol=2e-2)
+    assert not torch.equal(out, ref.transpose(1, 2))  # it did run in bfloat16
