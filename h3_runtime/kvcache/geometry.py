@@ -19,14 +19,15 @@ the same bytes hold ~3.6x (int8) or twice (float16) the tokens. Decoding stays w
     n_layers * P_dec * (b_dec + beta) + P_dec * sigma + b <= budget
 
 (P_dec = decode_layer_tokens; sigma: what decode attention allocates per buffer token of the
-one layer attending - its scores and probabilities, plus an up-cast copy of the buffer where
-the device cannot multiply the narrow dtype natively: sparse_attention.decode_attention; the
+one layer attending - its scores and probabilities, plus an up-cast copy of the buffer's K,
+then of its V, where the device cannot multiply the narrow dtype natively:
+sparse_attention.decode_attention; the
 last term is the new token). Every layer switches between its prefill and its decode buffer
 before any layer attends (hf/cache.py), each releasing its old buffer before reserving the new
 one (its sinks and ring wait in host memory meanwhile), so a switch never holds more than
 n_layers * max(P * (b + beta), P_dec * (b_dec + beta)), which both bounds cover.
 The hot tier can never exceed its budget, whatever the prompt length, and decode attends to
-~3.2x (int8) or ~1.9x (float16) the tokens a float32 buffer would hold (the bias and the
+~3.4x (int8) or ~1.9x (float16) the tokens a float32 buffer would hold (the bias and the
 up-cast scratch take the rest).
 """
 

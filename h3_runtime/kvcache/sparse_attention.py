@@ -46,17 +46,19 @@ def decode_scratch_bytes_per_token(n_query_heads: int, model_bytes_per_token_lay
                                    native: bool) -> int:
     """What `decode_attention` allocates per buffer token of the layer attending (the
     geometry's sigma): scores and probabilities per query head, plus the narrow copy of the
-    probabilities (native) or an up-cast copy of the buffer's K and V (not native; an int8
-    buffer also makes its key scales times the softmax scale, float32 per KV head, which
-    n_query_heads * 4 covers); with a buffer in the query's dtype, sdpa's mask, scores and
-    probabilities."""
+    probabilities (native) or an up-cast copy of the buffer's K, then of its V (not native: one
+    at a time, half of `model_bytes_per_token_layer`, K and V's: K's copy is read before V's is
+    made, into the same scratch on a CPU; an int8 buffer also makes its key scales times the
+    softmax scale, float32 per KV head, which n_query_heads * 4 covers); with a buffer in the
+    query's dtype, sdpa's mask, scores and probabilities."""
+    one_copy = model_bytes_per_token_layer // 2
     if buffer_dtype == q_dtype:
         return n_query_heads * 3 * q_dtype.itemsize
     if is_quantised(buffer_dtype):
-        return model_bytes_per_token_layer + n_query_heads * (2 * q_dtype.itemsize + 4)
+        return one_copy + n_query_heads * (2 * q_dtype.itemsize + 4)
     if native:
         return n_query_heads * (4 + 4 + buffer_dtype.itemsize)
-    return model_bytes_per_token_layer + n_query_heads * 2 * q_dtype.itemsize
+    return one_copy + n_query_heads * 2 * q_dtype.itemsize
 
 
 def upcast(buf: torch.Tensor, dtype: torch.dtype, scratch: list | None) -> torch.Tensor:
