@@ -47,10 +47,10 @@ def decode_scratch_bytes_per_token(n_query_heads: int, model_bytes_per_token_lay
     """What `decode_attention` allocates per buffer token of the layer attending (the
     geometry's sigma): scores and probabilities per query head, plus the narrow copy of the
     probabilities (native) or an up-cast copy of the buffer's K, then of its V (not native: one
-    at a time, half of `model_bytes_per_token_layer`, K and V's: K's copy is read before V's is
-    made, into the same scratch on a CPU; an int8 buffer also makes its key scales times the
-    softmax scale, float32 per KV head, which n_query_heads * 4 covers); with a buffer in the
-    query's dtype, sdpa's mask, scores and probabilities."""
+    at a time, half of `model_bytes_per_token_layer`, which counts K and V: K's copy is read
+    before V's is made, into the same scratch on a CPU; an int8 buffer also makes its key scales
+    times the softmax scale, float32 per KV head, which n_query_heads * 4 covers); with a buffer
+    in the query's dtype, sdpa's mask, scores and probabilities."""
     one_copy = model_bytes_per_token_layer // 2
     if buffer_dtype == q_dtype:
         return n_query_heads * 3 * q_dtype.itemsize

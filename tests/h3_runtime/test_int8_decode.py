@@ -89,6 +89,9 @@ def test_int8_decode_attention_is_attention_over_the_de_quantised_buffer(groups)
     planned = N * decode_scratch_bytes_per_token(H * groups, 2 * H * D * 4, torch.float32,
                                                  torch.int8, False)
     assert pool.used_bytes == 0 and pool.peak_bytes == planned
+    # one float32 copy (K's, then V's in the same scratch), scores, probabilities, key scales:
+    # never K's and V's copies at once
+    assert planned == N * (H * D * 4 + H * groups * (2 * 4 + 4))
 
 
 def test_layer_slots_store_int8_blocks_with_their_scales():
