@@ -92,11 +92,13 @@ def decode_attention(q: torch.Tensor, k_buf: torch.Tensor, v_buf: torch.Tensor,
     A buffer in the query's dtype goes through one fused sdpa call. A narrower one
     (decode_kv_dtype) is attended with two batched matmuls over the query heads grouped by their
     KV head (sdpa would expand the mask and the KV heads to every query head, GQA):
-    - `native` (CUDA: `native_narrow_matmul`): in that dtype, in place. The query is scaled
-      first, so the products are the logits themselves, far inside float16's range; the
-      softmax runs in float32. Rounding the query and the probabilities to float16 moves the
-      output by ~1e-4 (the keys themselves are float16), and no up-cast copy is made.
-    - else (CPU) in float32 on an up-cast copy of the buffer.
+    - `native` (`native_narrow_matmul`: CUDA, or bfloat16 on a CPU with bfloat16
+      instructions): in that dtype, in place. The query is scaled first, so the products are
+      the logits themselves, far inside float16's range; the softmax runs in float32. Rounding
+      the query and the probabilities to float16 moves the output by ~1e-4 (bfloat16: ~1e-2;
+      the keys themselves are in that dtype), and no up-cast copy is made.
+    - else (float16 on a CPU, bfloat16 on one without those instructions) in float32 on an
+      up-cast copy of the buffer.
     - an int8 buffer (hot_codec.py; k_scale, v_scale: (H_kv, N)) on an up-cast copy of its
       integers, on any device: a key's scale multiplies its column of scores, a value's scale
       its column of probabilities, so no de-quantised copy of the buffer is made. `scratch`:
