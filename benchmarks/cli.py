@@ -42,6 +42,7 @@ SCENARIOS: dict[str, str] = {
     "long_document": "benchmarks.documents.long_document:run",
     "filings_runtime": "benchmarks.documents.filings_runtime:run",
     "filings_passkey": "benchmarks.documents.filings_runtime:run_passkey",
+    "filings_gate": "benchmarks.documents.filings_gate:run",
     "profiles": "benchmarks.documents.profiles:run",
     "embedding_engines": "benchmarks.documents.embedding_engines:run",
     "scaleout": "benchmarks.documents.scaleout:run",

@@ -72,7 +72,11 @@ DESCRIPTIONS = {
                "split into a tune and a check half), with and without the routing prior and "
                "with the company taken out of the question; recall latency.",
     "filings_runtime": "Questions over real filings at 8K tokens: how closely H³ (10%, 5%) and a "
-                       "sinks + window baseline (10%) follow full attention's answers.",
+                       "sinks + window baseline (10%) follow full attention's answers "
+                       "(all questions, and the tune and check halves in `halves`).",
+    "filings_gate": "Decode's re-selection gate on real filings at 8K tokens: each variant "
+                    "teacher-forced along full attention's answer (top-1 agreement, KL, layers "
+                    "re-selecting a token): shipped, the gate before 2026-12-07, no gate; per half.",
     "filings_passkey": "Passkeys hidden in real filings' text at three lengths: retention of full "
                        "attention's finds at 20%, 10% and 5% hot budgets.",
     "profiles": "Document profiles read from each development filing's first pages: issuer, form, "

@@ -77,12 +77,17 @@ class RuntimeConfig(Section):
     # query (the mean of its query heads, in the layer's key basis) has a cosine below this to
     # the one at the layer's last selection; else the last choice is reused (blocks leaving the
     # recent window join the slots meanwhile). 1.0: every considered token re-selects (no
-    # gate). Lower re-selects less: at 8K tokens, 10%, 0.5 re-selected ~1 layer of 30 a token
-    # (kvcache/reselect_gate.py, h3 bench --scenario decode)
-    decode_reselect_cosine: float = Field(0.5, ge=0, le=1)
+    # gate). Lower re-selects less and strays further from full attention: on real filings at
+    # 8K tokens 0.5 re-selected ~0.3 layers of 30 a token and its next-token KL from full
+    # attention was 3-4x 0.7's, which re-selects ~2.3 (kvcache/reselect_gate.py,
+    # h3 bench --scenario filings_runtime, h3 bench --scenario decode)
+    decode_reselect_cosine: float = Field(0.7, ge=0, le=1)
     # the gate's safety bound: one choice serves at most this many decoded tokens, whatever
     # the cosine (then the next considered token re-selects)
     decode_reselect_max_tokens: int = Field(32, gt=0)
+    # which KV heads of a layer re-select when the gate opens: "moved" (the heads whose query
+    # moved; the others keep their blocks: ~1.2 of 3 heads a re-selection at 8K) or "all"
+    decode_reselect_heads: Literal["moved", "all"] = "moved"
     # decode keeps its hot KV (sinks, window, selected blocks) in this dtype when it is narrower
     # than the model's ("model": the model's own). "int8" (kvcache/hot_codec.py): values with a
     # scale per head and token, ~3.6x a float32 model's tokens in the same hot bytes; "float16"

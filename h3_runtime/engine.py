@@ -103,6 +103,7 @@ class H3Engine:
                           reselect_every=self.config.runtime.decode_reselect_every,
                           reselect_cosine=self.config.runtime.decode_reselect_cosine,
                           reselect_max_tokens=self.config.runtime.decode_reselect_max_tokens,
+                          reselect_moved_heads=self.config.runtime.decode_reselect_heads == "moved",
                           exact_rescore=self.config.runtime.decode_exact_rescore,
                           key_basis=self.key_basis if self.selection else None,
                           decode_dtype=self.decode_dtype,

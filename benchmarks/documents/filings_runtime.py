@@ -17,7 +17,9 @@ without the drift of free-running greedy decoding (one early different token cha
 of a free-form answer), teacher forcing along full attention's answer
 (`H3Engine.continuation_logits`): the share of its tokens each variant also ranks first given the
 same preceding tokens (top-1 agreement) and the mean KL divergence of its next-token
-distribution from full attention's.
+distribution from full attention's. Each figure is given for all questions and, side by side, for
+the development set's tune and check halves (by company, benchmarks/documents/split.py): a
+runtime setting chosen on one half is kept only where the other agrees.
 
 `h3 bench --scenario filings_passkey`: the passkey test of issue 13 with the filings' own prose as
 the haystack (not the WordNet sentences the RULER bench draws from), through the path a user
@@ -42,6 +44,7 @@ import pymupdf
 import torch
 
 from benchmarks.documents.filings import corpus_dir
+from benchmarks.documents.split import HALVES, half_of, halves
 from benchmarks.evals.ruler_tasks import Sample
 from benchmarks.runtime.needle import loaded_cache
 from benchmarks.runtime.ruler import GiB, full_attention_cache, prompt_kv, run_sample
@@ -118,10 +121,12 @@ def build_sample(layout: PromptLayout, page_texts: list[str], question: dict, le
 
 @torch.inference_mode()
 def forced_fidelity(base: H3Engine, ids: list[int], kv: list, answer: list[int], row: dict,
-                    cold_dir: Path) -> None:
+                    cold_dir: Path, variants=None) -> None:
     """Teacher forcing along full attention's answer `answer` (kv: the prompt's full-attention
     KV): into each variant's entry of `row`, the share of its tokens the variant ranks first and
-    the mean KL(full || variant)."""
+    the mean KL(full || variant), and how many layers re-selected per token after the first.
+    `variants`: as the RULER bench's (name, share of the full KV, selection, warm share (unused
+    here: None), optionally runtime keys changed); default this scenario's."""
     if not answer:
         return
     model = base.model
@@ -132,17 +137,21 @@ def forced_fidelity(base: H3Engine, ids: list[int], kv: list, answer: list[int],
     ref = torch.tensor(answer)
     full_logp = torch.log_softmax(full, -1)
     full_kv = len(ids) * base.bytes_per_token_layer * base.n_layers
-    for name, frac, selection, _warm in VARIANTS:
-        if "error" in row[name]:  # the budget could not hold one block (run_sample said so)
+    for name, frac, selection, _warm, *changes in VARIANTS if variants is None else variants:
+        if "error" in row.setdefault(name, {}):  # the budget could not hold one block (run_sample)
             continue
         engine = H3Engine(model=model, tokenizer=base.tokenizer, hbm_size_gb=full_kv * frac / GiB,
-                          cold_storage_path=cold_dir, selection=selection)
+                          cold_storage_path=cold_dir, selection=selection,
+                          config={"runtime": changes[0]} if changes else None)
         cache, _ = loaded_cache(engine, ids, kv)
         got = engine.continuation_logits(ids, answer, cache=cache)
+        log = list(cache.ctx.reselect_log)[1:]  # layers re-selecting, each token after the first
         engine.new_cache()  # release this run's tiers
         logp = torch.log_softmax(got, -1)
         row[name]["forced_top1"] = round(float((got.argmax(-1) == ref).float().mean()), 4)
         row[name]["forced_kl"] = round(float((full_logp.exp() * (full_logp - logp)).sum(-1).mean()), 4)
+        if log:
+            row[name]["layers_reselecting_per_token"] = round(statistics.fmean(log), 2)
 
 
 def _summary(rows: list[dict], names: list[str]) -> dict:
@@ -162,6 +171,14 @@ def _summary(rows: list[dict], names: list[str]) -> dict:
         }
     out["full"] = {"score": round(sum(r["full"]["score"] for r in rows), 2), "answers": len(rows)}
     return out
+
+
+def summary_by_half(rows: list[dict], names: list[str]) -> dict:
+    """`_summary` of the tune half's questions and of the check half's (by the company of each
+    row's `file`), side by side."""
+    split = halves(r["file"] for r in rows)
+    return {half: _summary([r for r in rows if half_of(r["file"], split) == half], names)
+            for half in HALVES}
 
 
 def _mean(values) -> float | None:
@@ -203,6 +220,7 @@ def run(out_dir: Path, quick: bool) -> dict:
         "skipped": skipped,
         "seconds": round(time.perf_counter() - t0, 1),
         "summary": _summary(rows, names),
+        "halves": summary_by_half(rows, names),
         "hot_budget_never_exceeded": all(r[v]["hot_peak_bytes"] <= r[v]["hot_budget_bytes"]
                                          for r in rows for v in names if "hot_peak_bytes" in r[v]),
         "rows": rows,

@@ -44,8 +44,12 @@ from h3_runtime.reuse.cache_io import PlainCache
 # default before the gate), or every 4 (it cost fidelity on real filings: README, runtime);
 # float16 decode KV (the default before int8) attends ~half int8's tokens in the same hot bytes,
 # for less time per token; ranking by the key sketches alone (no exact re-scoring of their
-# candidates, kvcache/rescore.py) is what that saves
+# candidates, kvcache/rescore.py) is what that saves; the gate at 0.5 (the default before
+# 2026-12-07: fewer re-selections, a 3-6x larger KL from full attention on real filings), and
+# every KV head of a layer re-selecting when one head's query moved (before 2026-12-07)
 NO_GATE = {"decode_reselect_cosine": 1.0}
+GATE_05 = {"decode_reselect_cosine": 0.5, "decode_reselect_heads": "all"}
+ALL_HEADS = {"decode_reselect_heads": "all"}
 H3_VARIANTS = (("h3_10%", 0.10, {}), ("h3_20%", 0.20, {}), ("h3_5%", 0.05, {}),
                ("h3_10%_reselect_every_token", 0.10, {**NO_GATE, "decode_reselect_every": 1}),
                ("h3_10%_reselect_every_3", 0.10, {**NO_GATE, "decode_reselect_every": 3}),
@@ -53,7 +57,11 @@ H3_VARIANTS = (("h3_10%", 0.10, {}), ("h3_20%", 0.20, {}), ("h3_5%", 0.05, {}),
                ("h3_10%_float16", 0.10, {"decode_kv_dtype": "float16"}),
                ("h3_10%_bfloat16", 0.10, {"decode_kv_dtype": "bfloat16"}),
                ("h3_5%_bfloat16", 0.05, {"decode_kv_dtype": "bfloat16"}),
-               ("h3_10%_sketches_only", 0.10, {"decode_exact_rescore": 0}))
+               ("h3_10%_sketches_only", 0.10, {"decode_exact_rescore": 0}),
+               ("h3_10%_reselect_cosine_0.5", 0.10, GATE_05),
+               ("h3_5%_reselect_cosine_0.5", 0.05, GATE_05),
+               ("h3_10%_reselect_all_heads", 0.10, ALL_HEADS),
+               ("h3_5%_reselect_all_heads", 0.05, ALL_HEADS))
 
 
 @torch.inference_mode()

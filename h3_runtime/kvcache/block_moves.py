@@ -43,6 +43,7 @@ class TierContext:
     # tokens already (reselect_gate.py)
     reselect_cosine: float = 1.0
     reselect_max_tokens: int = 1 << 30
+    reselect_moved_heads: bool = True  # ... and only the heads whose query moved (else all)
     # per decode step since the last prefill: how many layers re-selected (the decode bench's
     # step kinds; layer 0 opens each step's entry)
     reselect_log: list[int] = field(default_factory=list)

@@ -18,13 +18,31 @@ the current one with it:
 - `decode_reselect_cosine` >= 1.0 turns the gate off: every considered step re-selects (the
   behaviour before the gate).
 
+Only the KV heads whose query moved re-select (`runtime.decode_reselect_heads: moved`): each
+KV head ranks blocks for its own slots, so a head whose query still points where it pointed
+keeps its blocks and its reference, and its ranking and block copies are not paid for. At 8K on
+the decode bench's prompt, 82 of 99 gate openings had one of the three heads moved, 17 two
+(`all`, the behaviour before: every head of the layer re-selects). The safety bound counts from
+the layer's last all-head selection.
+
 Measured (bundled model, the decode bench's 8K passkey prompt, 32 tokens, 10%): re-selecting
 every token, the hot set of a head changes by up to 20-70% from one token to the next (the
 ranking is flat below the needle's blocks), and the projected query's cosine to the one at the
 first token falls to ~0.6-0.9. Thresholds 0.9 / 0.8 / 0.7 / 0.5 re-selected 424 / 228 / 99 / 31
 of the 900 layer-steps after the first (every 3 tokens: 300), all with full attention's text;
 at 4K tokens the RULER prompts of seeds 0-2 kept 0.94 of full attention's score at 0.5 and 0.89
-re-selecting every 3 tokens (docs/runtime.md). 0.5 ships.
+re-selecting every 3 tokens (docs/runtime.md). 0.5 shipped first.
+
+Then real filings said otherwise (`h3 bench --scenario filings_runtime`: FinanceBench questions
+over their 10-K pages at 8K tokens, teacher-forced along full attention's answer; a figure
+answer reads a different block every few tokens). 0.5 re-selected ~0.3 layers of 30 a token
+there and its next-token KL from full attention was 0.013 at 10% / 0.040 at 5%, worse than the
+sinks + window baseline's 0.012 at 10%; re-selecting every token gave 0.0006 / 0.0015. Over the
+52 questions, per half of the development set (tune / check, by company), KL at 10% and 5%:
+0.6: 0.0047 / 0.0097 and 0.016 / 0.033 (0.8 layers a token); 0.7: 0.0026 / 0.0045 and
+0.0098 / 0.011 (2.3 layers); 0.8: 0.0010 / 0.0014 and 0.0034 / 0.0050 (5.7 layers). 0.7 ships:
+it holds on the half it was not chosen on, for about one more layer-re-selection's time (~2 ms
+at 8K) per 1-2 tokens than 0.5 (docs/runtime.md has the decode and RULER figures).
 
 While a layer reuses its choice and a block leaves the recent ring (it completes: the ring moves
 on by a block), that block would be attended by no one until the next re-selection. The layer
@@ -52,6 +70,9 @@ class ReselectGate:
         self.steps = 0  # decode steps since the last prefill (considered or not)
         self.since = 0  # decode steps since the last re-selection
         self.last_cosine: float | None = None  # the lowest head cosine at the last check
+        # the KV heads whose query moved at the last step `due` said yes to (H_kv,) bool; None:
+        # every head re-selects (the first step, the gate off, the safety bound reached)
+        self.moved: np.ndarray | torch.Tensor | None = None
 
     @property
     def enabled(self) -> bool:
@@ -61,6 +82,7 @@ class ReselectGate:
     def reset(self) -> None:
         """After a prefill: the next decode step selects afresh."""
         self.ref, self.steps, self.since, self.last_cosine = None, 0, 0, None
+        self.moved = None
 
     def head_queries(self, q: torch.Tensor, n_kv_heads: int) -> np.ndarray | torch.Tensor:
         """q (1, Hq, 1, D) -> (H_kv, D) (or (H_kv, r) in the key basis) float32 unit vectors:
@@ -85,16 +107,36 @@ class ReselectGate:
         """Whether this decode step (query q: (1, Hq, 1, D)) re-selects; counts the step."""
         step, self.steps = self.steps, self.steps + 1
         self.since += 1
+        self.moved = None
         if step % self.every:  # not a considered step
             return False
         if self.ref is None or not self.enabled or self.since >= self.max_tokens:
             return True
         cos = (self.head_queries(q, n_kv_heads) * self.ref).sum(-1)  # (H_kv,)
         self.last_cosine = float(cos.min())
-        return self.last_cosine < self.cosine
+        if self.last_cosine >= self.cosine:
+            return False
+        self.moved = cos < self.cosine
+        return True
 
-    def selected(self, q: torch.Tensor, n_kv_heads: int) -> None:
-        """The layer re-selected for query q: it is the reference from now on."""
-        self.since = 0
-        if self.enabled:
-            self.ref = self.head_queries(q, n_kv_heads)
+    def moved_heads(self) -> list[int] | None:
+        """The KV heads that re-select at the step `due` just said yes to: those whose query
+        moved, or None for every head (the layer's first selection, the gate off, the safety
+        bound reached)."""
+        if self.moved is None:
+            return None
+        return [int(h) for h in np.flatnonzero(np.asarray(self.moved))]
+
+    def selected(self, q: torch.Tensor, n_kv_heads: int, heads: list[int] | None = None) -> None:
+        """The layer re-selected for query q (`heads`: only those KV heads; None: all): it is
+        their reference from now on. The safety bound counts from the last selection of every
+        head (a head whose query never moves is ranked again then)."""
+        if heads is None:
+            self.since = 0
+        if not self.enabled:
+            return
+        now = self.head_queries(q, n_kv_heads)
+        if heads is None or self.ref is None:
+            self.ref = now
+        else:
+            self.ref[heads] = now[heads]

@@ -115,27 +115,33 @@ class BlockSummaries:
         self.in_warm = grown_w
 
     def relevance(self, q: torch.Tensor, n: int, scaling: float,
-                  refine: Callable[[torch.Tensor, torch.Tensor], None] | None = None) -> torch.Tensor:
+                  refine: Callable[..., None] | None = None,
+                  heads: list[int] | None = None) -> torch.Tensor:
         """How much each of the first n blocks matters to the queries: each block's score
         (estimated best token, or the box's upper bound) -> softmax over blocks per (query head,
         query) -> max over the queries and the query heads of each KV head: (H_kv, n) on the
         host, each KV head ranking blocks for itself. The max keeps a block that one query of one
         head (a retrieval head) needs badly; only the chunk's last RELEVANCE_QUERIES queries vote
-        (they are the ones nearest what comes next). q: (1, Hq, C, D). `refine(qg, score)` may
+        (they are the ones nearest what comes next). q: (1, Hq, C, D). `refine(qg, score, heads)` may
         overwrite scores in place before the softmax (qg: (H_kv, gQ, D) the grouped queries,
-        score: (H_kv, gQ, n)): decode re-scores its best candidates exactly (tiered_attention.py)."""
+        score: (H_kv, gQ, n), heads: the KV heads of their rows): decode re-scores its best
+        candidates exactly (tiered_attention.py). `heads`: rank for those KV heads only (rows
+        in that order; decode's heads whose query moved, reselect_gate.py); None: every head."""
         H, D = self.n_kv_heads, q.shape[-1]
         qh = q[0, :, -RELEVANCE_QUERIES:].detach().to("cpu", torch.float32)  # (Hq, Q, D)
         qg = qh.reshape(H, -1, D)  # (H_kv, g*Q, D): query heads grouped by their KV head
+        rows = slice(None) if heads is None else heads
+        if heads is not None:
+            qg = qg[heads]
         if self.basis is not None:
             T = self.block_tokens
-            qp = torch.bmm(qg, self.basis)  # (H_kv, gQ, r)
-            est = torch.bmm(qp, self.sketch[:, :, : n * T].float())  # (H_kv, gQ, n*T)
-            est.mul_(self.sketch_scale[:, None, : n * T].float())
+            qp = torch.bmm(qg, self.basis[rows])  # (H_kv, gQ, r)
+            est = torch.bmm(qp, self.sketch[rows, :, : n * T].float())  # (H_kv, gQ, n*T)
+            est.mul_(self.sketch_scale[rows, None, : n * T].float())
             score = F.max_pool1d(est, T, T)  # (H_kv, gQ, n): each block's best (3x amax's speed)
         else:
-            center, radius = self.center[:, :, :n].float(), self.radius[:, :, :n].float()
+            center, radius = self.center[rows, :, :n].float(), self.radius[rows, :, :n].float()
             score = torch.bmm(qg, center) + torch.bmm(qg.abs(), radius)  # (H_kv, gQ, n)
         if refine is not None:
-            refine(qg, score)
+            refine(qg, score, list(range(H)) if heads is None else heads)
         return torch.softmax(score * scaling, dim=-1).amax(dim=1)  # (H_kv, n)

@@ -206,8 +206,12 @@ class TieredLayerAttention:
         if self.layer == 0 or not log:
             log.append(0)
         if due and self.ctx.selection and n_cand and self.n_slots:
-            self._select(q, n_cand, scaling)
-            self.gate.selected(q, H)
+            heads = (self.gate.moved_heads()
+                     if self.last_rel is not None and self.ctx.reselect_moved_heads else None)
+            if heads is not None and n_cand > self.selected_blocks:
+                self._hand_over(n_cand)  # the heads that keep their blocks get the new ones too
+            self._select(q, n_cand, scaling, heads)
+            self.gate.selected(q, H, heads)
             self.reselections += 1
             log[-1] += 1
             self.selected_blocks = n_cand
@@ -233,34 +237,62 @@ class TieredLayerAttention:
         if self.layer == 0:
             self.ctx.reselect_log.clear()
 
-    def _select(self, q: torch.Tensor, n: int, scaling: float) -> None:
+    def _select(self, q: torch.Tensor, n: int, scaling: float,
+                heads: list[int] | None = None) -> None:
+        """Ranks the n blocks older than the ring and places each KV head's best in its slots.
+        `heads` (decode, the gate's moved heads): only those heads are ranked and re-placed; the
+        others keep their blocks and their last scores (the new blocks handed to them by
+        `_hand_over` included). None: every head."""
         ctx, s = self.ctx, self.summaries
         decoding = q.shape[2] == 1
         rescore = (self._rescore_exactly if decoding and s.basis is not None and ctx.exact_rescore
                    else None)
-        rel = s.relevance(q, n, scaling, rescore)  # (H_kv, n)
+        if heads is not None:  # ranked for those heads only; the rest keep their last scores
+            rel = self._kept_scores(n)
+            rel[heads] = s.relevance(q, n, scaling, rescore, heads=heads)
+        else:
+            rel = s.relevance(q, n, scaling, rescore)  # (H_kv, n)
         if decoding:
             rel = self._decode_preferences(rel, n)
-            self.last_rel = rel
+            self.last_rel = rel  # (a kept head's handed-over blocks stay inf: _hand_over)
+        resident = [set(h.slot_of) for h in self.slots]
         plan = ctx.scheduler.place(
-            self.heat, rel, [set(h.slot_of) for h in self.slots], self.n_slots, self.g.top_k,
+            self.heat, torch.nan_to_num(rel, posinf=1.0), resident, self.n_slots, self.g.top_k,
             ctx.pool.pressure, s.in_warm[:n], lambda: s.block_vectors(n),
             demotions=ctx.warm_over_watermark())
+        if heads is not None:  # a head whose query did not move keeps its blocks: no copies
+            for h in set(range(len(resident))).difference(heads):
+                plan.hot[h], plan.evict[h] = sorted(resident[h]), []
         self.last_pattern = plan.pattern
         apply_placement(plan, self.slots, self.moves, self.prefetched, self.g.sink_tokens)
         ctx.scheduler.record_index(self.heat, *self.slots.held())
         ctx.scheduler.finish_step(self.heat, plan.top)
 
-    def _rescore_exactly(self, qg: torch.Tensor, score: torch.Tensor) -> None:
-        """Decode's candidates re-scored with their exact keys from warm (rescore.py)."""
+    def _rescore_exactly(self, qg: torch.Tensor, score: torch.Tensor, kv_heads: list[int]) -> None:
+        """Decode's candidates re-scored with their exact keys from warm (rescore.py); row i
+        of qg and score is KV head kv_heads[i]."""
         warm, layer = self.ctx.warm, self.layer
+        head_of_row = torch.tensor(kv_heads, dtype=torch.long)
 
         def gather_keys(blocks: torch.Tensor, heads: torch.Tensor) -> torch.Tensor | None:
-            got = warm.gather(layer, blocks, heads, values=False)
+            got = warm.gather(layer, blocks, head_of_row[heads], values=False)
             return None if got is None else got[0]
 
         rescore_exactly(qg, score, self.ctx.exact_rescore * self.n_slots, self.summaries.in_warm,
                         gather_keys)
+
+    def _kept_scores(self, n: int) -> torch.Tensor:
+        """(H_kv, n): the last decode selection's scores, for the heads that do not re-select
+        this step, without the resident bonus `_decode_preferences` gives them again; the
+        blocks handed over since keep their inf (`_hand_over`: held until a ranking)."""
+        last = self.last_rel
+        rel = torch.zeros(last.shape[0], n, dtype=last.dtype)
+        m = min(n, last.shape[1])
+        rel[:, :m] = last[:, :m]
+        heads, held = self.slots.held()
+        if held.numel():
+            rel[heads, held] /= RESIDENT_BONUS
+        return rel
 
     def _hand_over(self, n: int) -> None:
         """Between re-selections (the gate reused the last choice): the blocks that left the ring

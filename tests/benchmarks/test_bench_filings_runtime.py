@@ -77,3 +77,48 @@ def test_the_filing_passkey_needle_sits_between_sentences_at_its_depth(depth):
     assert text[at - 1] in ".!"  # after a whole sentence
     assert abs(at / len(text) - depth) < 0.06
     assert text.endswith("Answer with the number.<|im_end|>\n<|im_start|>assistant\nThe pass key is")
+
+
+def _row(file: str, kl: float) -> dict:
+    variant = {"text": "x", "same_as_full": True, "agreement": 1.0, "score": 0.0,
+               "forced_top1": 1.0, "forced_kl": kl}
+    return {"file": file, "full": {"score": 0.0}, "h3_10%": variant}
+
+
+def test_the_report_sets_the_tune_and_check_halves_side_by_side():
+    from benchmarks.documents.filings_runtime import summary_by_half
+
+    # three companies: the first and third (alphabetically) are the tune half
+    rows = [_row("ALPHA_2019_10K.pdf", 0.1), _row("ALPHA_2020_10K.pdf", 0.3),
+            _row("BETA_2019_10K.pdf", 0.7), _row("GAMMA_2021_10K.pdf", 0.5)]
+    got = summary_by_half(rows, ["h3_10%"])
+    assert got["tune"]["h3_10%"]["answers"] == 3 and got["check"]["h3_10%"]["answers"] == 1
+    assert got["tune"]["h3_10%"]["forced_kl"] == pytest.approx(0.3)
+    assert got["check"]["h3_10%"]["forced_kl"] == pytest.approx(0.7)
+
+
+def test_teacher_forcing_builds_each_variant_with_its_runtime_keys(tmp_path):
+    """filings_gate's variants differ only in runtime keys: forced_fidelity must build each
+    engine with them (the gate off re-selects every layer at every token; shipped fewer)."""
+    import torch
+
+    from benchmarks.documents.filings_runtime import forced_fidelity
+    from benchmarks.runtime.ruler import _prefill_only
+    from h3_runtime.engine import H3Engine
+    from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
+
+    model = tiny_llama(layers=2)
+    ids = torch.randint(0, 128, (700,), generator=torch.Generator().manual_seed(3)).tolist()
+    kv: list = []
+    _prefill_only(model, ids, kv)
+    base = H3Engine(model=model, hbm_size_gb=1.0, cold_storage_path=tmp_path / "kv")
+    answer = torch.randint(0, 128, (12,), generator=torch.Generator().manual_seed(4)).tolist()
+    row: dict = {}
+    share = 100 * kv_bytes_per_token(model) / (len(ids) * base.bytes_per_token_layer * base.n_layers)
+    forced_fidelity(base, ids, kv, answer, row, tmp_path / "kv",
+                    [("shipped", share, True, None),
+                     ("no_gate", share, True, None, {"decode_reselect_cosine": 1.0})])
+    assert row["no_gate"]["layers_reselecting_per_token"] == 2.0  # both layers, every token
+    assert row["shipped"]["layers_reselecting_per_token"] < 2.0
+    for name in ("shipped", "no_gate"):
+        assert 0.0 <= row[name]["forced_top1"] <= 1.0 and row[name]["forced_kl"] >= 0.0

@@ -15,6 +15,7 @@ from h3_runtime.config import ConfigError, RuntimeConfig
 from h3_runtime.engine import H3Engine
 from h3_runtime.kvcache import tiered_attention
 from h3_runtime.kvcache.reselect_gate import ReselectGate
+from h3_runtime.kvcache.summaries import BlockSummaries
 from tests.h3_runtime.conftest import kv_bytes_per_token, tiny_llama
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +47,20 @@ def test_the_gate_reuses_a_choice_until_the_query_moves_or_the_bound_is_reached(
     gate.reset()
     assert gate.due(still, 2)  # after a prefill: afresh
 
+
+
+def test_the_gate_names_the_heads_whose_query_moved_and_only_they_take_a_new_reference():
+    still = _q([[1, 0], [1, 0.2], [0, 1], [0.1, 1]])
+    turned = _q([[1, 0], [1, 0.2], [1, 0], [1, 0.1]])  # KV head 1's query turned, head 0's not
+    gate = ReselectGate(every=1, cosine=0.9, max_tokens=3)
+    assert gate.due(still, 2) and gate.moved_heads() is None  # the first selection: every head
+    gate.selected(still, 2)
+    assert gate.due(turned, 2) and gate.moved_heads() == [1]
+    gate.selected(turned, 2, [1])
+    assert not gate.due(turned, 2)  # head 1's reference is the turned query now, head 0's kept
+    # the safety bound counts from the last selection of every head (a head that never moves
+    # is ranked again then), and then every head re-selects
+    assert gate.due(turned, 2) and gate.moved_heads() is None
 
 def test_runtime_keys_are_validated_and_the_shipped_file_sets_them():
     rt = RuntimeConfig(decode_reselect_cosine=0.5, decode_reselect_max_tokens=8)
@@ -127,10 +142,10 @@ def test_a_block_leaving_the_ring_joins_the_slots_while_the_choice_is_reused(col
     ranked: list[int] = []  # the candidate blocks of each decode selection
     select = tiered_attention.TieredLayerAttention._select
 
-    def counting(self, q, n, scaling):
+    def counting(self, q, n, scaling, heads=None):
         if q.shape[2] == 1:
             ranked.append(n)
-        return select(self, q, n, scaling)
+        return select(self, q, n, scaling, heads)
 
     monkeypatch.setattr(tiered_attention.TieredLayerAttention, "_select", counting)
     cache = engine.new_cache()
@@ -197,3 +212,47 @@ def test_int8_attention_with_a_reused_copy_is_decode_attention_bit_for_bit():
     kept = scratch[0]  # a buffer in the query's dtype takes no up-cast copy
     decode_attention(q, k8.float(), v8.float(), bias, 0.125, HotPool(10**8), scratch=scratch)
     assert scratch == [kept]
+
+
+@pytest.mark.parametrize("heads_key", ["moved", "all"])
+def test_a_re_selection_moves_only_the_heads_whose_query_moved(cold_dir, monkeypatch, heads_key):
+    """runtime.decode_reselect_heads: "moved" ranks and re-places only the KV heads whose query
+    moved; "all" (the behaviour before it) every head of the layer."""
+    model = tiny_llama(layers=1)  # 2 KV heads
+    engine = _engine(model, cold_dir, decode_reselect_cosine=0.5, decode_reselect_max_tokens=1000,
+                     decode_reselect_heads=heads_key)
+    moved_steps: list[list[int]] = []
+    held_before: list[list[set[int]]] = []
+    held_after: list[list[set[int]]] = []
+    select = tiered_attention.TieredLayerAttention._select
+
+    def watching(self, q, n, scaling, heads=None):
+        if heads is not None:
+            moved_steps.append(heads)
+            held_before.append([set(h.slot_of) for h in self.slots])
+        select(self, q, n, scaling, heads)
+        if heads is not None:
+            held_after.append([set(h.slot_of) for h in self.slots])
+
+    ranked_rows: list[int] = []  # how many KV heads each decode ranking scored
+    relevance = BlockSummaries.relevance
+
+    def counting_rows(self, q, n, scaling, refine=None, heads=None):
+        rel = relevance(self, q, n, scaling, refine, heads)
+        if q.shape[2] == 1:
+            ranked_rows.append(rel.shape[0])
+        return rel
+
+    monkeypatch.setattr(tiered_attention.TieredLayerAttention, "_select", watching)
+    monkeypatch.setattr(BlockSummaries, "relevance", counting_rows)
+    engine.generate(_ids(600, 8), max_new_tokens=30, return_ids=True)
+    if heads_key == "all":
+        assert not moved_steps and len(ranked_rows) > 1 and set(ranked_rows) == {2}
+        return
+    partial = [i for i, heads in enumerate(moved_steps) if len(heads) < 2]
+    assert partial  # some steps see one head's query move and not the other's
+    # only the moved heads are ranked (the first selection ranks both)
+    assert ranked_rows == [2] + [len(heads) for heads in moved_steps]
+    for i in partial:
+        kept = set(range(2)).difference(moved_steps[i])
+        assert all(held_after[i][h] == held_before[i][h] for h in kept)

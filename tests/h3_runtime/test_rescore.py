@@ -46,7 +46,8 @@ def _rescorer(s: BlockSummaries, warm: WarmTier, shortlist: int, seen: list | No
         got = warm.gather(0, blocks, heads, values=False)
         return None if got is None else got[0]
 
-    def refine(qg: torch.Tensor, score: torch.Tensor) -> None:
+    def refine(qg: torch.Tensor, score: torch.Tensor, kv_heads: list[int]) -> None:
+        assert kv_heads == list(range(H))  # every head ranked
         rescore_exactly(qg, score, shortlist, s.in_warm, gather_keys)
         if seen is not None:
             seen.append(score.clone())
@@ -87,7 +88,7 @@ def test_a_block_in_cold_keeps_its_estimate_and_an_empty_shortlist_reads_nothing
     def no_reads(blocks, heads):
         raise AssertionError("gathered with an empty shortlist")
 
-    def empty(qg, score):
+    def empty(qg, score, kv_heads):
         rescore_exactly(qg, score, 0, s.in_warm, no_reads)
     plain = s.relevance(q, NB, scaling=1.0)
     zero = s.relevance(q, NB, scaling=1.0, refine=empty)

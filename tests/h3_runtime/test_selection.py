@@ -96,10 +96,10 @@ def test_decode_reselects_every_n_tokens(cold_dir, monkeypatch):
     calls: list[int] = []
     select = tiered_attention.TieredLayerAttention._select
 
-    def counting(self, q, n, scaling):
+    def counting(self, q, n, scaling, heads=None):
         if q.shape[2] == 1:
             calls.append(self.layer)
-        return select(self, q, n, scaling)
+        return select(self, q, n, scaling, heads)
 
     monkeypatch.setattr(tiered_attention.TieredLayerAttention, "_select", counting)
     for every, expected in ((1, 9), (3, 3)):
