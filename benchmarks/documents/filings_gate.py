@@ -16,24 +16,14 @@ Reported for all questions and per half of the development set (tune / check, by
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from pathlib import Path
 
-from benchmarks.documents.filings import corpus_dir
-from benchmarks.documents.filings_runtime import (
-    DEPTHS,
-    QUICK_QUESTIONS,
-    _mean,
-    build_sample,
-    filing_pages,
-    forced_fidelity,
-)
+from benchmarks.documents.filings_runtime import _mean, forced_fidelity, question_samples
 from benchmarks.documents.split import HALVES, half_of, halves
 from benchmarks.runtime.ruler import full_answer, prompt_kv
 from h3_runtime.engine import H3Engine
-from h3_runtime.reuse.prompt import PromptLayout
 
 GATE_05 = {"decode_reselect_cosine": 0.5, "decode_reselect_heads": "all"}
 NO_GATE = {"decode_reselect_cosine": 1.0}
@@ -52,35 +42,22 @@ def _summary(rows: list[dict]) -> dict:
 
 
 def run(out_dir: Path, quick: bool) -> dict:
-    corpus = corpus_dir()
-    questions = [json.loads(line) for line in (corpus / "questions.jsonl").read_text().splitlines()
-                 if line.strip()]
-    if quick:
-        questions = questions[:QUICK_QUESTIONS]
-    length = 4096 if quick else 8192
     base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "gate-kv")
-    layout = PromptLayout(base.tokenizer)
     eos = getattr(base.tokenizer, "eos_token_id", None)
     t0 = time.perf_counter()
     rows, skipped = [], []
-    for i, q in enumerate(questions):
-        try:
-            sample = build_sample(layout, filing_pages(corpus / "pdfs" / q["file"]), q, length,
-                                  DEPTHS[i % len(DEPTHS)])
-        except ValueError as exc:  # evidence not in its file: skipped, named
-            skipped.append(str(exc))
-            continue
+    for q, _depth, sample in question_samples(base.tokenizer, quick, skipped):
         kv = prompt_kv(base.model, base.fingerprint, sample.ids)[0]
         answer = full_answer(base.model, kv, sample.ids, MAX_NEW, eos)
         row = {"id": q["id"], "file": q["file"], "answer_tokens": len(answer)}
         forced_fidelity(base, sample.ids, kv, answer, row, Path(out_dir) / "gate-kv", VARIANTS)
         del kv  # one prompt KV alive at a time
         rows.append(row)
-        print(f"filings_gate {i + 1}/{len(questions)}: " + ", ".join(
+        print(f"filings_gate {len(rows)}: " + ", ".join(
             f"{name} kl {row[name].get('forced_kl')}" for name, *_ in VARIANTS),
             file=sys.stderr, flush=True)
     split = halves(r["file"] for r in rows)
-    return {"model": "SmolLM2-135M-Instruct (fp32)", "length_target": length,
+    return {"model": "SmolLM2-135M-Instruct (fp32)", "length_target": 4096 if quick else 8192,
             "questions": len(rows), "skipped": skipped,
             "seconds": round(time.perf_counter() - t0, 1),
             "summary": _summary(rows),

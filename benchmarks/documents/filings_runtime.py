@@ -38,6 +38,7 @@ import re
 import statistics
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pymupdf
@@ -186,25 +187,34 @@ def _mean(values) -> float | None:
     return round(statistics.fmean(values), 4) if values else None
 
 
-def run(out_dir: Path, quick: bool) -> dict:
+def question_samples(tokenizer, quick: bool, skipped: list[str]) -> Iterator[tuple[dict, float, Sample]]:
+    """(question, depth, its prompt) for each labelled development question: 8K tokens (--quick:
+    4K, the first QUICK_QUESTIONS), the evidence at DEPTHS in turn. A question whose evidence is
+    not in its file is named in `skipped` and left out."""
     corpus = corpus_dir()
     questions = [json.loads(line) for line in (corpus / "questions.jsonl").read_text().splitlines()
                  if line.strip()]
     if quick:
         questions = questions[:QUICK_QUESTIONS]
-    length = 4096 if quick else 8192
-    base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "ruler-kv")
-    layout = PromptLayout(base.tokenizer)
-    t0 = time.perf_counter()
-    rows, skipped = [], []
+    layout = PromptLayout(tokenizer)
     for i, q in enumerate(questions):
         depth = DEPTHS[i % len(DEPTHS)]
         try:
-            sample = build_sample(layout, filing_pages(corpus / "pdfs" / q["file"]), q, length, depth)
-        except ValueError as exc:  # a question whose evidence is not in its file: skipped, named
+            sample = build_sample(layout, filing_pages(corpus / "pdfs" / q["file"]), q,
+                                  4096 if quick else 8192, depth)
+        except ValueError as exc:
             skipped.append(str(exc))
-            print(f"bench filings_runtime: skipped {exc}", file=sys.stderr, flush=True)
+            print(f"bench: skipped {exc}", file=sys.stderr, flush=True)
             continue
+        yield q, depth, sample
+
+
+def run(out_dir: Path, quick: bool) -> dict:
+    length = 4096 if quick else 8192
+    base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "ruler-kv")
+    t0 = time.perf_counter()
+    rows, skipped = [], []
+    for q, depth, sample in question_samples(base.tokenizer, quick, skipped):
         prompt = prompt_kv(base.model, base.fingerprint, sample.ids)  # read once for both
         row = run_sample(base, sample, VARIANTS, Path(out_dir), prompt=prompt)
         row.update(id=q["id"], file=q["file"], question=q["question"], depth_target=depth)

@@ -33,16 +33,16 @@ of the 900 layer-steps after the first (every 3 tokens: 300), all with full atte
 at 4K tokens the RULER prompts of seeds 0-2 kept 0.94 of full attention's score at 0.5 and 0.89
 re-selecting every 3 tokens (docs/runtime.md). 0.5 shipped first.
 
-Then real filings said otherwise (`h3 bench --scenario filings_runtime`: FinanceBench questions
+Then real filings said otherwise (`h3 bench --scenario filings_gate`: FinanceBench questions
 over their 10-K pages at 8K tokens, teacher-forced along full attention's answer; a figure
 answer reads a different block every few tokens). 0.5 re-selected ~0.3 layers of 30 a token
-there and its next-token KL from full attention was 0.013 at 10% / 0.040 at 5%, worse than the
-sinks + window baseline's 0.012 at 10%; re-selecting every token gave 0.0006 / 0.0015. Over the
-52 questions, per half of the development set (tune / check, by company), KL at 10% and 5%:
-0.6: 0.0047 / 0.0097 and 0.016 / 0.033 (0.8 layers a token); 0.7: 0.0026 / 0.0045 and
-0.0098 / 0.011 (2.3 layers); 0.8: 0.0010 / 0.0014 and 0.0034 / 0.0050 (5.7 layers). 0.7 ships:
-it holds on the half it was not chosen on, for about one more layer-re-selection's time (~2 ms
-at 8K) per 1-2 tokens than 0.5 (docs/runtime.md has the decode and RULER figures).
+there and its next-token KL from full attention was 0.012 at 10% / 0.040 at 5%, no better than
+the sinks + window baseline's 0.012 at 10%; re-selecting every token gave 0.0005 / 0.0013. Per
+half of the development set (tune / check, by company), KL at 10% and 5%: 0.5: 0.015 / 0.011
+and 0.038 / 0.041; 0.6: 0.0047 / 0.0097 and 0.016 / 0.033 (0.8 layers a token); 0.7: 0.0029 /
+0.0047 and 0.0097 / 0.011 (2.5 layers); 0.8: 0.0010 / 0.0014 and 0.0034 / 0.0050 (5.7 layers).
+0.7 ships: it holds on the half it was not chosen on, for ~2 more layer re-selections a token
+than 0.5, each of the moved heads only (below; docs/runtime.md has the decode and RULER figures).
 
 While a layer reuses its choice and a block leaves the recent ring (it completes: the ring moves
 on by a block), that block would be attended by no one until the next re-selection. The layer
@@ -68,7 +68,7 @@ class ReselectGate:
         self._basis_np = None if basis is None else self.basis.numpy()
         self.ref: np.ndarray | torch.Tensor | None = None  # (H_kv, D) unit: the last selection's
         self.steps = 0  # decode steps since the last prefill (considered or not)
-        self.since = 0  # decode steps since the last re-selection
+        self.since = 0  # decode steps since the last re-selection of every head
         self.last_cosine: float | None = None  # the lowest head cosine at the last check
         # the KV heads whose query moved at the last step `due` said yes to (H_kv,) bool; None:
         # every head re-selects (the first step, the gate off, the safety bound reached)
@@ -125,7 +125,8 @@ class ReselectGate:
         bound reached)."""
         if self.moved is None:
             return None
-        return [int(h) for h in np.flatnonzero(np.asarray(self.moved))]
+        moved = self.moved.cpu().numpy() if isinstance(self.moved, torch.Tensor) else self.moved
+        return [int(h) for h in np.flatnonzero(moved)]
 
     def selected(self, q: torch.Tensor, n_kv_heads: int, heads: list[int] | None = None) -> None:
         """The layer re-selected for query q (`heads`: only those KV heads; None: all): it is
