@@ -80,7 +80,7 @@ class RuntimeConfig(Section):
     # gate). Lower re-selects less and strays further from full attention: on real filings at
     # 8K tokens 0.5 re-selected ~0.3 layers of 30 a token and its next-token KL from full
     # attention was 3-4x 0.7's, which re-selects ~2.3 (kvcache/reselect_gate.py,
-    # h3 bench --scenario filings_runtime, h3 bench --scenario decode)
+    # h3 bench --scenario filings_gate, h3 bench --scenario decode)
     decode_reselect_cosine: float = Field(0.7, ge=0, le=1)
     # the gate's safety bound: one choice serves at most this many decoded tokens, whatever
     # the cosine (then the next considered token re-selects)

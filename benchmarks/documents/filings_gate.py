@@ -1,7 +1,7 @@
 """`h3 bench --scenario filings_gate`: how decode's re-selection gate moves H3 away from full
 attention on real filings (kvcache/reselect_gate.py).
 
-The FinanceBench questions over their 10-K pages at 8K tokens, laid out as `filings_runtime`
+The development set's labelled questions over their filings' pages at 8K tokens, laid out as `filings_runtime`
 lays them (the evidence at 10/50/90% depth, by question); each variant teacher-forced along full
 attention's own answer (`forced_fidelity`): the share of full attention's tokens it ranks first,
 the mean KL(full || variant) of the next-token distribution, and how many of the 30 layers
@@ -20,13 +20,17 @@ import sys
 import time
 from pathlib import Path
 
-from benchmarks.documents.filings_runtime import _mean, forced_fidelity, question_samples
-from benchmarks.documents.split import HALVES, half_of, halves
+from benchmarks.documents.filings_runtime import (
+    _mean,
+    forced_fidelity,
+    prompt_length,
+    question_samples,
+    summary_by_half,
+)
+from benchmarks.runtime.decode import GATE_05, NO_GATE
 from benchmarks.runtime.ruler import full_answer, prompt_kv
 from h3_runtime.engine import H3Engine
 
-GATE_05 = {"decode_reselect_cosine": 0.5, "decode_reselect_heads": "all"}
-NO_GATE = {"decode_reselect_cosine": 1.0}
 VARIANTS = (("h3_10%", 0.10, True, None), ("h3_5%", 0.05, True, None),
             ("h3_10%_gate_0.5_all_heads", 0.10, True, None, GATE_05),
             ("h3_5%_gate_0.5_all_heads", 0.05, True, None, GATE_05),
@@ -56,11 +60,9 @@ def run(out_dir: Path, quick: bool) -> dict:
         print(f"filings_gate {len(rows)}: " + ", ".join(
             f"{name} kl {row[name].get('forced_kl')}" for name, *_ in VARIANTS),
             file=sys.stderr, flush=True)
-    split = halves(r["file"] for r in rows)
-    return {"model": "SmolLM2-135M-Instruct (fp32)", "length_target": 4096 if quick else 8192,
+    return {"model": "SmolLM2-135M-Instruct (fp32)", "length_target": prompt_length(quick),
             "questions": len(rows), "skipped": skipped,
             "seconds": round(time.perf_counter() - t0, 1),
             "summary": _summary(rows),
-            "halves": {h: _summary([r for r in rows if half_of(r["file"], split) == h])
-                       for h in HALVES},
+            "halves": summary_by_half(rows, _summary),
             "rows": rows}

@@ -38,7 +38,7 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pymupdf
@@ -174,12 +174,17 @@ def _summary(rows: list[dict], names: list[str]) -> dict:
     return out
 
 
-def summary_by_half(rows: list[dict], names: list[str]) -> dict:
-    """`_summary` of the tune half's questions and of the check half's (by the company of each
+def summary_by_half(rows: list[dict], summarise: Callable[[list[dict]], dict]) -> dict:
+    """`summarise` of the tune half's questions and of the check half's (by the company of each
     row's `file`), side by side."""
     split = halves(r["file"] for r in rows)
-    return {half: _summary([r for r in rows if half_of(r["file"], split) == half], names)
+    return {half: summarise([r for r in rows if half_of(r["file"], split) == half])
             for half in HALVES}
+
+
+def prompt_length(quick: bool) -> int:
+    """Tokens of each question's prompt: 8K (--quick: 4K)."""
+    return 4096 if quick else 8192
 
 
 def _mean(values) -> float | None:
@@ -201,7 +206,7 @@ def question_samples(tokenizer, quick: bool, skipped: list[str]) -> Iterator[tup
         depth = DEPTHS[i % len(DEPTHS)]
         try:
             sample = build_sample(layout, filing_pages(corpus / "pdfs" / q["file"]), q,
-                                  4096 if quick else 8192, depth)
+                                  prompt_length(quick), depth)
         except ValueError as exc:
             skipped.append(str(exc))
             print(f"bench: skipped {exc}", file=sys.stderr, flush=True)
@@ -210,7 +215,6 @@ def question_samples(tokenizer, quick: bool, skipped: list[str]) -> Iterator[tup
 
 
 def run(out_dir: Path, quick: bool) -> dict:
-    length = 4096 if quick else 8192
     base = H3Engine(hbm_size_gb=1.0, cold_storage_path=Path(out_dir) / "ruler-kv")
     t0 = time.perf_counter()
     rows, skipped = [], []
@@ -225,12 +229,12 @@ def run(out_dir: Path, quick: bool) -> dict:
     names = [name for name, *_ in VARIANTS]
     return {
         "model": "SmolLM2-135M-Instruct (fp32)",
-        "length_target": length,
+        "length_target": prompt_length(quick),
         "questions": len(rows),
         "skipped": skipped,
         "seconds": round(time.perf_counter() - t0, 1),
         "summary": _summary(rows, names),
-        "halves": summary_by_half(rows, names),
+        "halves": summary_by_half(rows, lambda half: _summary(half, names)),
         "hot_budget_never_exceeded": all(r[v]["hot_peak_bytes"] <= r[v]["hot_budget_bytes"]
                                          for r in rows for v in names if "hot_peak_bytes" in r[v]),
         "rows": rows,

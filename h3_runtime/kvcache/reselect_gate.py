@@ -33,9 +33,9 @@ of the 900 layer-steps after the first (every 3 tokens: 300), all with full atte
 at 4K tokens the RULER prompts of seeds 0-2 kept 0.94 of full attention's score at 0.5 and 0.89
 re-selecting every 3 tokens (docs/runtime.md). 0.5 shipped first.
 
-Then real filings said otherwise (`h3 bench --scenario filings_gate`: FinanceBench questions
-over their 10-K pages at 8K tokens, teacher-forced along full attention's answer; a figure
-answer reads a different block every few tokens). 0.5 re-selected ~0.3 layers of 30 a token
+Then real filings said otherwise (`h3 bench --scenario filings_gate`: the development set's
+labelled questions over their filings' pages at 8K tokens, teacher-forced along full attention's
+answer; an answer quoting figures reads a different block every few tokens). 0.5 re-selected ~0.3 layers of 30 a token
 there and its next-token KL from full attention was 0.012 at 10% / 0.040 at 5%, no better than
 the sinks + window baseline's 0.012 at 10%; re-selecting every token gave 0.0005 / 0.0013. Per
 half of the development set (tune / check, by company), KL at 10% and 5%: 0.5: 0.015 / 0.011

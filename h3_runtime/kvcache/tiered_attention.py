@@ -256,8 +256,10 @@ class TieredLayerAttention:
             rel = self._decode_preferences(rel, n)
             self.last_rel = rel  # (a kept head's handed-over blocks stay inf: _hand_over)
         resident = [set(h.slot_of) for h in self.slots]
+        # (a kept head's handed-over blocks score inf: finite for the heat, its plan is its own)
+        ranked = rel if heads is None else torch.nan_to_num(rel, posinf=1.0)
         plan = ctx.scheduler.place(
-            self.heat, torch.nan_to_num(rel, posinf=1.0), resident, self.n_slots, self.g.top_k,
+            self.heat, ranked, resident, self.n_slots, self.g.top_k,
             ctx.pool.pressure, s.in_warm[:n], lambda: s.block_vectors(n),
             demotions=ctx.warm_over_watermark())
         if heads is not None:  # a head whose query did not move keeps its blocks: no copies

@@ -86,12 +86,12 @@ def _row(file: str, kl: float) -> dict:
 
 
 def test_the_report_sets_the_tune_and_check_halves_side_by_side():
-    from benchmarks.documents.filings_runtime import summary_by_half
+    from benchmarks.documents.filings_runtime import _summary, summary_by_half
 
     # three companies: the first and third (alphabetically) are the tune half
     rows = [_row("ALPHA_2019_10K.pdf", 0.1), _row("ALPHA_2020_10K.pdf", 0.3),
             _row("BETA_2019_10K.pdf", 0.7), _row("GAMMA_2021_10K.pdf", 0.5)]
-    got = summary_by_half(rows, ["h3_10%"])
+    got = summary_by_half(rows, lambda half: _summary(half, ["h3_10%"]))
     assert got["tune"]["h3_10%"]["answers"] == 3 and got["check"]["h3_10%"]["answers"] == 1
     assert got["tune"]["h3_10%"]["forced_kl"] == pytest.approx(0.3)
     assert got["check"]["h3_10%"]["forced_kl"] == pytest.approx(0.7)
