@@ -28,7 +28,11 @@ def _add_doc(store, doc_id: str, chunks: int, updated_at: float) -> None:
 def _tick(instance):
     from h3.pipelines.schedules import reindex_schedule
 
-    return reindex_schedule(build_schedule_context(instance=instance))
+    # closed after the tick: the context enters an instance of its own, which sets Dagster's
+    # process-wide defs-state storage to this test's home until it is closed (left open, every
+    # later `materialize` in the process read a home a passing test had already removed)
+    with build_schedule_context(instance=instance) as context:
+        return reindex_schedule(context)
 
 
 def _selected(request: RunRequest) -> set[str]:

@@ -31,11 +31,13 @@ def one_page_pdf(path: Path, text: str, age_s: float = 60.0) -> Path:
 def tick(instance, cursor: str | None):
     from h3.pipelines.sensors import inbox_sensor
 
-    context = build_sensor_context(instance=instance, cursor=cursor)
-    result = inbox_sensor(context)
-    if isinstance(result, SensorResult):
-        return result, result.cursor
-    return result, context.cursor
+    # closed after the tick (an open context leaves its instance as Dagster's process-wide
+    # defs-state storage: test_schedules.py's _tick)
+    with build_sensor_context(instance=instance, cursor=cursor) as context:
+        result = inbox_sensor(context)
+        if isinstance(result, SensorResult):
+            return result, result.cursor
+        return result, context.cursor
 
 
 def requests(result, job: str) -> list[RunRequest]:
