@@ -77,18 +77,19 @@ def test_precision_is_validated():
 
 
 @pytest.mark.slow
-def test_onnx_int8_graph_quantises_the_layers_torch_does_and_stays_close_to_fp32(embedders):
+def test_onnx_int8_graph_quantises_the_layers_torch_does_and_stays_close_to_fp32(embedders,
+                                                                                  tmp_path):
     """The CPU encode path (resources/models/minilm_onnx.py): int8 products for attention and
     the FFN input only, and vectors close to fp32 (torch's int8 ones: > 0.97)."""
     import onnx
 
-    from h3.resources.models.minilm_onnx import OnnxMiniLM
+    from h3.resources.models.minilm_onnx import export
 
     fp32, int8 = embedders
-    int8.encode(["builds the graph"])
-    # the session int8.encode ran (shared by the process: built under an earlier test's H3_HOME
-    # when one came first, which is why the path comes from the session, not from onnx_path)
-    nodes = onnx.load(str(OnnxMiniLM("int8").path)).graph.node
+    # the graph as `export` writes it for the session, into this test's own folder: the session
+    # int8.encode runs is shared by the process and its file may have been written under an
+    # earlier test's H3_HOME, removed when that test passed
+    nodes = onnx.load(str(export("int8", tmp_path / "minilm-int8.onnx"))).graph.node
     quantized = [n.name for n in nodes if n.op_type == "MatMulInteger"]
     plain = [n.name for n in nodes if n.op_type == "MatMul"]
     assert len(quantized) == 30  # 6 layers x (Q, K, V, attention output, FFN input)
