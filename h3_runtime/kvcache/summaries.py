@@ -129,10 +129,8 @@ class BlockSummaries:
         in that order; decode's heads whose query moved, reselect_gate.py); None: every head."""
         H, D = self.n_kv_heads, q.shape[-1]
         qh = q[0, :, -RELEVANCE_QUERIES:].detach().to("cpu", torch.float32)  # (Hq, Q, D)
-        qg = qh.reshape(H, -1, D)  # (H_kv, g*Q, D): query heads grouped by their KV head
         rows = slice(None) if heads is None else heads
-        if heads is not None:
-            qg = qg[heads]
+        qg = qh.reshape(H, -1, D)[rows]  # (H_kv, g*Q, D): query heads grouped by their KV head
         if self.basis is not None:
             T = self.block_tokens
             qp = torch.bmm(qg, self.basis[rows])  # (H_kv, gQ, r)

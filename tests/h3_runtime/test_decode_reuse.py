@@ -48,7 +48,6 @@ def test_the_gate_reuses_a_choice_until_the_query_moves_or_the_bound_is_reached(
     assert gate.due(still, 2)  # after a prefill: afresh
 
 
-
 def test_the_gate_names_the_heads_whose_query_moved_and_only_they_take_a_new_reference():
     still = _q([[1, 0], [1, 0.2], [0, 1], [0.1, 1]])
     turned = _q([[1, 0], [1, 0.2], [1, 0], [1, 0.1]])  # KV head 1's query turned, head 0's not
@@ -61,6 +60,7 @@ def test_the_gate_names_the_heads_whose_query_moved_and_only_they_take_a_new_ref
     # the safety bound counts from the last selection of every head (a head that never moves
     # is ranked again then), and then every head re-selects
     assert gate.due(turned, 2) and gate.moved_heads() is None
+
 
 def test_runtime_keys_are_validated_and_the_shipped_file_sets_them():
     rt = RuntimeConfig(decode_reselect_cosine=0.5, decode_reselect_max_tokens=8)
