@@ -51,6 +51,19 @@ def test_sequential_stream_reads_forward_in_one_document():
     assert orders == list(range(orders[0], orders[0] + len(orders)))
 
 
+def test_short_documents_read_in_order_only_where_a_passage_fits():
+    # a store of one- and two-chunk documents (small PDFs) has no passage of 3 chunks: a clear
+    # error, not a stream that never fills; one longer document is enough for every reading
+    short = corpus(docs=4, per_doc=2)
+    with pytest.raises(ValueError, match="at least 3 usable chunks; the largest here has 2"):
+        make_trace("sequential", short, 8)
+    mixed = short + [u for u in corpus(docs=5, per_doc=6) if u.doc == "d4"]
+    trace = make_trace("sequential", mixed, 8)
+    assert len(trace) == 8 and {mixed[q.focus].doc for q in trace} == {"d4"}
+    for kind in ("zipf", "drift", "burst"):  # the others need no passage
+        assert len(make_trace(kind, short, 8)) == 8
+
+
 def test_unknown_kind_is_an_error_naming_it():
     with pytest.raises(ValueError, match="spiral"):
         make_trace("spiral", corpus(), 4)
