@@ -74,7 +74,9 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
     mode reads what it builds (`--mode documents` ranks by the pages' evidence), its pooler
     fails its own separation check on a corpus of one industry, and on the 74 development
     filings (6,468 pages) its token PCA and pooling ran out of a 24 GiB machine's memory.
-    `with_kv`: then run `precompute_kv` over the documents stored by this call.
+    `with_kv`: then run `precompute_kv` over the documents of `paths` that are stored and have
+    no KV indexed yet: those this call stored, and those stored before without it (re-running
+    with `--with-kv` over a corpus ingested without it is how a user adds the KV later).
     `executor`: "in_process" (one batch run after another, in this process) or "dask": the
     batches (at most `batch_size` documents, small enough that every worker gets some) run as
     concurrent runs whose steps execute on the cluster at `dask_scheduler`, or on a
@@ -133,7 +135,8 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
         if report["multilingual"].get("run_id"):
             report["run_ids"].append(report["multilingual"]["run_id"])
     if with_kv:
-        report["kv"] = precompute_kv(store, instance, todo_ids, files_of, batch_size)
+        report["kv"] = precompute_kv(store, instance, [r.doc_id for r in registrations],
+                                     {r.doc_id: r.source for r in registrations}, batch_size)
         report["run_ids"] += report["kv"]["run_ids"]
     if not compress:
         report["compress"] = {"status": "skipped", "run_id": None,
@@ -150,14 +153,21 @@ def ingest(paths: list[str], batch_size: int = 16, show_progress: bool = False,
 
 def precompute_kv(store, instance, doc_ids: list[str], files_of: dict[str, str],
                   batch_size: int) -> dict:
-    """The `precompute_kv` job over the given documents that are stored (status ok), in batches.
-    {"documents", "failed_runs", "run_ids"}; a failed run is reported, never raised (the
-    documents are ingested either way, and `h3 ask --doc` computes what is missing)."""
+    """The `precompute_kv` job, in batches, over the given documents that are stored (status ok)
+    and have no KV of the current format indexed in `kv_blocks` (the job itself skips a stored
+    KV, but each run costs seconds of Dagster: a re-run over a prefilled corpus starts none).
+    {"documents", "already_stored", "failed_runs", "run_ids"}; a failed run is reported, never
+    raised (the documents are ingested either way, and `h3 ask --doc` computes what is missing)."""
     from h3.pipelines.definitions import defs
     from h3.pipelines.partitions import contiguous_batches
+    from h3.resources.runtime import KV_FORMAT
+    from h3.resources.store.tables import KV_BLOCKS
 
     ok = set(store.ok_doc_ids())
-    todo = [d for d in doc_ids if d in ok]
+    stored = {r["doc_id"] for r in store.rows(KV_BLOCKS.name, f"format_version = {KV_FORMAT}",
+                                               ["doc_id"])}
+    todo = [d for d in dict.fromkeys(doc_ids) if d in ok and d not in stored]
+    already = sum(d in ok and d in stored for d in dict.fromkeys(doc_ids))
     job = defs.resolve_job_def("precompute_kv")
     run_ids, failed = [], 0
     for batch in contiguous_batches(instance, todo, max(1, batch_size)):
@@ -165,7 +175,8 @@ def precompute_kv(store, instance, doc_ids: list[str], files_of: dict[str, str],
         ids = execute_batch(job, instance, batch, files_of)
         failed += sum(not instance.get_run_by_id(r).is_success for r in ids)
         run_ids += ids
-    return {"documents": len(todo), "failed_runs": failed, "run_ids": run_ids}
+    return {"documents": len(todo), "already_stored": already, "failed_runs": failed,
+            "run_ids": run_ids}
 
 
 def _find(paths: list[str]) -> tuple[list, list[str], list[str]]:
@@ -365,6 +376,11 @@ def run(args: argparse.Namespace) -> int:
     if ml and ml["status"] != "skipped":
         lines.append(f"multilingual_vectors: {ml['status']}"
                      + (f" ({ml['reason']})" if ml["reason"] else ""))
+    kv = report.get("kv")
+    if kv:
+        failed = f", {kv['failed_runs']} run(s) failed" if kv["failed_runs"] else ""
+        lines.append(f"precompute_kv: {kv['documents']} document(s) prefilled{failed}, "
+                     f"{kv['already_stored']} already stored")
     comp = report.get("compress")
     if comp:
         lines.append(f"compress_corpus: {comp['status']}"

@@ -167,9 +167,16 @@ def test_index_build_with_kv_prefills_so_the_first_doc_ask_loads_it(home, tmp_pa
     from h3.pipelines.cli.index_build import ingest
     from tests.conftest import SAMPLE_CORPUS
 
+    pdf = [str(SAMPLE_CORPUS / "annual_report.pdf")]
     with h3_home_env(tmp_path / "h3"):
-        report = ingest([str(SAMPLE_CORPUS / "annual_report.pdf")], with_kv=True)
+        assert "kv" not in ingest(pdf)  # ingested without KV first ...
+        # ... then --with-kv over the same, unchanged file prefills it (it was skipped as
+        # unchanged before), and once more finds it stored and starts no run
+        report = ingest(pdf, with_kv=True)
+        assert report["documents"][0]["status"] == "unchanged"
         assert report["kv"]["documents"] == 1 and report["kv"]["failed_runs"] == 0
+        again = ingest(pdf, with_kv=True)["kv"]
+        assert (again["documents"], again["already_stored"], again["run_ids"]) == (0, 1, [])
         doc_id = report["documents"][0]["doc_id"]
         out = ask(capsys, "What was the total revenue in 2023?", "--doc", doc_id)
         # the document's stored KV covers its navigated parts: nothing computed on the first ask
