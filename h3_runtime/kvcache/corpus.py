@@ -16,6 +16,7 @@ within the budgets and counts hits, bytes read from disk and whether prefetches 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Hashable
 from dataclasses import asdict, dataclass
@@ -23,9 +24,12 @@ from dataclasses import asdict, dataclass
 import torch
 
 from h3_runtime.kvcache.block import KVBlock
+from h3_runtime.kvcache.checksum import IntegrityError
 from h3_runtime.scheduler.corpus_policy import CachePolicy, UnitInfo, unit_vector
 
 GIB = 2**30
+
+log = logging.getLogger("h3_runtime")
 
 
 @dataclass(slots=True)
@@ -42,6 +46,9 @@ class CacheCounters:
     promoted_bytes: int = 0
     questions: int = 0
     cold_read_s: float = 0.0
+    # prefetches skipped because the block on disk failed its checksum (a demand read of it
+    # raises to the caller, which recomputes the KV: reuse/assemble.py)
+    prefetch_integrity_errors: int = 0
 
     def figures(self) -> dict:
         n = max(self.accesses, 1)
@@ -65,6 +72,7 @@ class CacheCounters:
             # hot hits a hot copy earned: what a promotion (a host-to-device copy) bought
             "hot_hits_per_promotion": round(self.hot_hits / self.promotions, 4)
             if self.promotions else None,
+            "prefetch_integrity_errors": self.prefetch_integrity_errors,
         }
 
 
@@ -235,6 +243,10 @@ class CorpusKVCache:
             block = self._read_cold(key)
         except KeyError:
             return  # no longer stored: nothing to bring
+        except IntegrityError as exc:  # a guess, not the question's read: skip it, say so
+            self.counters.prefetch_integrity_errors += 1
+            log.warning("corpus cache: prefetch of %s skipped: %s", key, exc)
+            return
         self.warm[key] = block
         self._prefetched.add(key)
         self._fresh.add(key)

@@ -10,7 +10,7 @@ import torch
 
 from h3_runtime.config import H3Config, HbfConfig, SchedulerConfig
 from h3_runtime.kvcache.block import KVBlock
-from h3_runtime.kvcache.checksum import block_checksum
+from h3_runtime.kvcache.checksum import IntegrityError, block_checksum
 from h3_runtime.kvcache.cold import KVBlockStore
 from h3_runtime.kvcache.corpus import GIB, CorpusKVCache
 from h3_runtime.scheduler.corpus_policy import RULES, make_policy
@@ -102,6 +102,28 @@ def test_sequential_reading_is_prefetched():
     assert c.last_pattern == "sequential"
     assert ask(c, "b4", "b5")[:2] == ["warm", "warm"]
     assert c.counters.prefetch_used == 2
+
+
+def test_a_prefetch_of_a_corrupted_block_is_skipped_and_counted(tmp_path):
+    # the prefetch runs between questions, off any question's path: a block failing its checksum
+    # there must not fail the question that just ended (`h3 ask` did, with a traceback)
+    store = KVBlockStore(tmp_path / "kv", GIB)
+    for i in range(6):
+        k, v = torch.full((1, 1, 4, 4), float(i)).half(), torch.randn(1, 1, 4, 4).half()
+        store.store(f"b{i}", KVBlock(k, v, block_checksum(k, v)))
+    path = store.path_for("b4")
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF  # a value byte: the file parses, the checksum fails
+    path.write_bytes(bytes(data))
+    c = CorpusKVCache(store, make_policy("ahas"), hot_bytes=0, warm_bytes=10**6)
+    for i in range(6):
+        c.describe(f"b{i}", nbytes=64, group="doc", order=i)
+    ask(c, "b0", "b1")
+    ask(c, "b2", "b3")  # forward in the document: b4 and b5 are prefetched, b4 is corrupted
+    assert "b5" in c.warm and "b4" not in c.warm
+    assert c.stats()["prefetch_integrity_errors"] == 1
+    with pytest.raises(IntegrityError, match="checksum"):  # asked for, it is the caller's error
+        ask(c, "b4")
 
 
 def test_unknown_rule_or_policy_is_an_error_naming_it():
