@@ -183,6 +183,8 @@ class H3Engine:
                  cache: H3Cache | None = None, return_ids: bool = False):
         """Greedy generation on the tiered cache. `prompt`: text or token ids; `cache`: e.g. one
         holding loaded KV (its tokens must be a prefix of the prompt). Returns the text."""
+        if max_new_tokens < 0:  # (0: the prompt is prefilled into the cache, nothing decoded)
+            raise ValueError(f"max_new_tokens must be >= 0, got {max_new_tokens}")
         ids = self._ids(prompt)
         cache = cache if cache is not None else self.new_cache()
         done = cache.get_seq_length()
@@ -196,7 +198,7 @@ class H3Engine:
                             eos_ids=(eos,) if isinstance(eos, int) else (), forward=forward,
                             step_seconds=self.decode_step_seconds)
         t2 = time.perf_counter()
-        self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1, "decode_tokens": len(new) - 1,
+        self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1, "decode_tokens": max(len(new) - 1, 0),
                         "prompt_tokens": ids.shape[1], "prefill_tokens_computed": ids.shape[1] - done}
         self.hot_peak_bytes = max(self.hot_peak_bytes, cache.pool.peak_bytes)
         if return_ids:

@@ -167,3 +167,11 @@ def test_continuation_logits_follow_the_reference_tokens(cold_dir):
     assert int(tiered[0].argmax()) == small.generate(ids, max_new_tokens=1, return_ids=True)[0]
     assert not torch.allclose(tiered[1:], ref[1:], atol=1e-4)  # the tiers do change later rows
     assert small.stats()["hot_peak_bytes"] <= small.budget_bytes
+
+
+def test_generate_refuses_a_negative_length_and_decodes_nothing_at_zero(cold_dir):
+    engine = H3Engine(model=tiny_llama(layers=2, seed=3), hbm_size_gb=0.01, cold_storage_path=cold_dir)
+    ids = torch.randint(0, 128, (1, 20), generator=torch.Generator().manual_seed(3))
+    with pytest.raises(ValueError, match="max_new_tokens must be >= 0, got -1"):
+        engine.generate(ids, max_new_tokens=-1)
+    assert engine.generate(ids, max_new_tokens=0, return_ids=True) == []
