@@ -96,7 +96,12 @@ def load_corpus(home: Path, docs: int, per_doc: int,
     from benchmarks.documents.split import company_key, halves
     from h3.resources.store.text_once import fill_text
 
+    if not (home / "lancedb").is_dir():
+        raise FileNotFoundError(f"{home}: no document store (no lancedb folder): ingest a corpus "
+                                "there first (H3_HOME=... h3 index-build --path ...)")
     db = lancedb.connect(str(home / "lancedb"))
+    if "documents" not in db.table_names() or "chunks" not in db.table_names():
+        raise FileNotFoundError(f"{home / 'lancedb'}: no documents stored")
     documents = db.open_table("documents").search().select(["doc_id", "source", "status"]) \
         .limit(100_000).to_list()
     source = {d["doc_id"]: d["source"] for d in documents}

@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 from benchmarks.cli import SCENARIOS
-from benchmarks.runtime.trace import KINDS, Unit, dry_figures, make_trace, seed_spread
+from benchmarks.runtime.trace import (
+    KINDS,
+    Unit,
+    dry_figures,
+    load_corpus,
+    make_trace,
+    seed_spread,
+)
 from h3_runtime.config import H3Config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,6 +69,16 @@ def test_short_documents_read_in_order_only_where_a_passage_fits():
     assert len(trace) == 8 and {mixed[q.focus].doc for q in trace} == {"d4"}
     for kind in ("zipf", "drift", "burst"):  # the others need no passage
         assert len(make_trace(kind, short, 8)) == 8
+
+
+def test_a_home_without_a_store_is_an_error_naming_it(tmp_path):
+    # (the bench turns FileNotFoundError into one line: h3 bench: scenario trace: ...)
+    with pytest.raises(FileNotFoundError, match="no document store"):
+        load_corpus(tmp_path / "nowhere", 2, 4)
+    assert not (tmp_path / "nowhere").exists()  # looking created nothing
+    (tmp_path / "empty" / "lancedb").mkdir(parents=True)
+    with pytest.raises(FileNotFoundError, match="no documents stored"):
+        load_corpus(tmp_path / "empty", 2, 4)
 
 
 def test_unknown_kind_is_an_error_naming_it():
