@@ -50,8 +50,9 @@ def _monitor(args: argparse.Namespace) -> int:
 
     if args.tokens < 1:
         raise CliError(f"--tokens must be >= 1, got {args.tokens}")
-    try:  # a --config file is checked whole (pipeline keys too); without one, the defaults
-        config = load_config(args.config).runtime if args.config else None
+    try:  # the file is checked whole (pipeline keys too): --config, else $H3_CONFIG or the
+        # repository's h3_config.yaml, as `h3 ask` reads it (the thresholds in force are its)
+        config = load_config(args.config).runtime
         engine = H3Engine(model_path=args.model, hbm_size_gb=args.hbm_size_gb, config=config)
     except (ConfigError, ModelLoadError, BudgetTooSmallError) as exc:
         raise CliError(str(exc)) from exc

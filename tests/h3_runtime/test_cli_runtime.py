@@ -74,6 +74,23 @@ def test_monitor_says_why_the_tiers_are_empty_when_the_warm_up_fits(capsys, tmp_
     assert "fits the hot budget" in captured.err and "--hbm-size-gb" in captured.err
 
 
+def test_monitor_reads_the_config_h3_ask_reads(capsys, tmp_path, monkeypatch):
+    # without --config: $H3_CONFIG (else the repository's h3_config.yaml), not the code's defaults
+    folder = tmp_path / "tiny"
+    tiny_llama(layers=2).save_pretrained(folder)
+    config = tmp_path / "h3.yaml"
+    config.write_text(f"runtime:\n  cold_storage_path: {tmp_path / 'kv'}\nscheduler:\n  ahaz_alpha: 0.9\n")
+    monkeypatch.setenv("H3_CONFIG", str(config))
+    code, state = run_json(capsys, "monitor", "--dump-scheduler-state", "--model", str(folder),
+                           "--tokens", "16", "--hbm-size-gb", "0.05")
+    assert code == 0 and state["thresholds"]["ahaz_alpha"] == 0.9
+    bad = tmp_path / "bad.yaml"  # (settings are cached per path)
+    bad.write_text("scheduler:\n  ahaz_alpha: 1.5\n")
+    monkeypatch.setenv("H3_CONFIG", str(bad))
+    assert main(["monitor", "--model", str(folder), "--tokens", "16"]) == 2
+    assert "scheduler.ahaz_alpha: must be <= 1.0" in capsys.readouterr().err
+
+
 def test_monitor_bad_model_path(capsys, tmp_path):
     assert main(["monitor", "--model", str(tmp_path / "nope")]) == 2
     assert "does not exist" in capsys.readouterr().err
