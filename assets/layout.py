@@ -45,6 +45,31 @@ _FORMULA_LINE = re.compile(r"^\s*(?:公式|式|formula|equation|eq\.)\s*[（(]?\
                            r"[^\n]{0,120}[=＝][^\n]*$", re.IGNORECASE)
 
 
+# TeX's and OpenType's math fonts (a subset prefix "ABCDEF+" allowed): CMMI / CMSY / CMEX and
+# the AMS symbol fonts, Euler, and every "...Math" font (Cambria Math, STIX Two Math, Latin
+# Modern Math). A displayed equation sets its variables in them and its digits and operators in
+# the roman font ("a2 + 8 = 12": 1 of 7 characters in CMMI), so what tells it from a paragraph
+# with inline symbols is that it has almost no prose: few letters outside the math fonts.
+_MATH_FONT = re.compile(r"(?:^|\+)(?:CMMI|CMSY|CMEX|MSAM|MSBM|EUFM|EUSM|EUEX)|MATH", re.IGNORECASE)
+FORMULA_MAX_PROSE = 0.5  # at most this share of a formula's characters are prose letters
+FORMULA_MAX_WORDS = 40
+
+
+def _set_in_math(block: dict) -> bool:
+    """Whether a text block is set like a displayed formula: some characters in a math font and
+    at most FORMULA_MAX_PROSE of them letters in other fonts ("where", "sin" are fine)."""
+    total = math = prose = 0
+    for line in block.get("lines", []):
+        for span in line.get("spans", []):
+            text = span.get("text", "").replace(" ", "")
+            total += len(text)
+            if _MATH_FONT.search(span.get("font", "")):
+                math += len(text)
+            else:
+                prose += sum(ch.isalpha() for ch in text)
+    return math > 0 and prose <= FORMULA_MAX_PROSE * total
+
+
 def _rule_kind(text: str, size: float, body: float, bbox: tuple, height: float) -> str:
     words = word_count(text)
     if words <= 12 and (bbox[3] < 0.06 * height or bbox[1] > 0.94 * height):
@@ -91,8 +116,9 @@ def page_layout(page: pymupdf.Page, detector: LayoutDetector | None, dpi: int,
             kind, score = rule, None
         if kind == "text" and text.lstrip().startswith(BULLETS):
             kind = "list"
-        elif kind == "text" and _FORMULA_LINE.match(text):
-            kind = "formula"
+        elif kind == "text" and (_FORMULA_LINE.match(text) or (
+                word_count(text) <= FORMULA_MAX_WORDS and _set_in_math(block))):
+            kind = "formula"  # (the layout model's "equation" class misses many displayed ones)
         blocks.append(lp.TextBlock(lp.Rectangle(*bbox), text=text, id=order, type=kind,
                                    score=score))
     dets = [lp.TextBlock(lp.Rectangle(*(round(v, 2) for v in d.bbox)), id=i, type=d.kind,
