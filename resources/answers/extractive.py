@@ -16,7 +16,8 @@ about "capital expenditure" and the row "Purchases of property and equipment": M
 the usual names of financial-statement line items). A table row also matches the words of its
 table's title, at half weight (the title is every row's). A question asking for a figure (a
 metric, an amount) scores a candidate without one (a headline; a date is no figure) at half.
-An all-capital word of the question also matches the words it abbreviates ("CEO", "Chief
+A table-of-contents entry (a dot leader to a page number) scores at TOC_SHARE: it names what the question asks
+about and answers nothing. An all-capital word of the question also matches the words it abbreviates ("CEO", "Chief
 Executive Officer"). The hit's own recall rank breaks near ties.
 """
 
@@ -42,6 +43,14 @@ LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in
 # First Quarter Results" made each comparable-sales row of its table outrank the net sales
 # sentence a question about first-quarter net sales asked for)
 CONTEXT_SHARE = 0.5
+# A table-of-contents entry ("3.2.2 Built-in global variables . . . . . . 11") holds a heading's
+# words and points at the page that answers: it keeps this share of its score, so the passage
+# under that heading, when recalled too, is quoted first. An entry: a dot leader (five dots or
+# more, spaced or not: no ellipsis) that ends the line or leads to a page number alone. A
+# statement's dot leader leads to figures ("Net sales . . . . $ 32,765  $ 30,512"): not one.
+TOC_SHARE = 0.3
+_TOC_ENTRY = re.compile(r"(?:\.[ \t]?){5,}[ \t]*(?:\d{1,4}|[ivxlcdm]{1,7})?[ \t]*$",
+                        re.IGNORECASE | re.MULTILINE)
 # A question that asks for a figure: a candidate holding none (a press release's headline that
 # repeats the question's words) keeps this share of its score
 NO_FIGURE_SHARE = 0.5
@@ -375,6 +384,8 @@ def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, 
         bonus += RANK_BONUS * (1 - cand.rank / last)
         bonus += LINE_ITEM_BONUS * line_item
         share = NO_FIGURE_SHARE if asks_figure and not figures else 1.0
+        if _TOC_ENTRY.search(cand.text):
+            share *= TOC_SHARE
         scored.append(((words + bonus) * share, cand))
     scored.sort(key=lambda sc: (-sc[0], sc[1].rank))
     return scored

@@ -90,6 +90,20 @@ def test_a_prose_question_quotes_the_sentence_that_answers_it():
     assert quotes[0]["text"] == "Revenue grew 3.5% to $32.8 billion, led by the Northwind segment."
 
 
+def test_the_passage_is_quoted_before_the_table_of_contents_entry_naming_it():
+    contents = hit("3.2 Special registers and built-in global variables . . . . . . . . . 10\n"
+                   "3.2.2 Built-in global variables . . . . . . . . . . . . . . . . . . 11", 2)
+    body = hit("Table 3-2 lists the nine built-in global variables: CLIENT_HOST, "
+               "CLIENT_IPADDR and SERVER_MODE among them.", 11, score=0.6)
+    quotes = extract("Which built-in global variables are listed?", [contents, body])
+    assert quotes[0]["page"] == 11
+    # with nothing better, the entry is still quoted: it says where to look
+    assert extract("Which built-in global variables are listed?", [contents])[0]["page"] == 2
+    # a statement's dot leader leads to figures: its row is no contents entry
+    older = hit("Net sales . . . . . . . . . . . $ 32,765 $ 30,512\nThe company invested in plants.", 40)
+    assert extract("What were net sales?", [contents, older])[0]["text"].startswith("Net sales")
+
+
 def test_no_shared_word_no_quote():
     assert extract("Who painted the ceiling?", [hit(PROSE, 61)]) == []
 
