@@ -88,6 +88,8 @@ def human_text(answer) -> str:
     if answer.refused:
         return f"{head}refused: {answer.reason}\n\n{evidence_pages(answer.evidence)}"
     lines = [head + "quotes:"]
+    if answer.stats.get("overview"):  # a question about the whole document: its outline first
+        lines = [f"{head}outline: {answer.text}", "quotes (the largest sections' openings):"]
     for q in answer.quotes:
         lines.append(f"  “{q['text']}” ({Path(q['source'] or q['doc_id'] or '?').name} p.{q['page']})")
     g = answer.grounding

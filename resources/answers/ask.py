@@ -1,7 +1,9 @@
 """One question, answered with its evidence: what `h3 ask`, `H3RuntimeResource.ask` and the
 analysis assets all call.
 
-1. Evidence: recalled hits (or, with `doc_id`, every chunk of that document).
+1. Evidence: recalled hits (or, with `doc_id`, every chunk of that document). A question
+   about a whole document (`doc_id`, navigated: "Summarize this report") is answered with its
+   outline, quoted (overview.py).
 2. Refusal before anything else: a company the store has no document of (recall's note), a weak
    best match, a company the `doc_id` document is not from and never mentions, or evidence that
    shares no word with the question. The model never runs then.
@@ -23,6 +25,7 @@ from h3.ontology.answer import Answer
 from h3.ontology.ids import doc_id_of_partition
 from h3.resources.answers.extractive import extract, passages
 from h3.resources.answers.grounding import check
+from h3.resources.answers.overview import asks_overview, overview_answer
 from h3.resources.recall.documents import ABSENT_COMPANY_NOTE
 from h3.resources.store import DocumentStore, sql_str
 from h3_runtime.reuse.prompt import ChunkText
@@ -161,6 +164,8 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
             reason = (f"the question names {name!r}, which {Path(source).name} is not from "
                       "and never mentions")
             return Answer(question, "", refused=True, reason=reason, evidence=evidence[:k])
+    if branch is not None and asks_overview(question):  # the whole document: its outline
+        return overview_answer(question, tree)
     quotes = extract(question, evidence)
     if not quotes:
         return Answer(question, "", refused=True, reason=NO_WORDS,

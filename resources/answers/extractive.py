@@ -384,11 +384,16 @@ def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, 
         bonus += RANK_BONUS * (1 - cand.rank / last)
         bonus += LINE_ITEM_BONUS * line_item
         share = NO_FIGURE_SHARE if asks_figure and not figures else 1.0
-        if _TOC_ENTRY.search(cand.text):
+        if contents_entry(cand.text):
             share *= TOC_SHARE
         scored.append(((words + bonus) * share, cand))
     scored.sort(key=lambda sc: (-sc[0], sc[1].rank))
     return scored
+
+
+def contents_entry(text: str) -> bool:
+    """Whether `text` holds a table-of-contents entry (a dot leader to a page number)."""
+    return bool(_TOC_ENTRY.search(text))
 
 
 def quote(cand: Candidate, wanted: set[str]) -> dict:

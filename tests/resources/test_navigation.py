@@ -160,6 +160,45 @@ def test_outline_and_ask_doc_over_an_ingested_store(ingested_sample, capsys):
         assert nav["sections"] and nav["tree"] == "stored"
         pages = {p for s in nav["sections"] for p in range(s["page_start"], s["page_end"] + 1)}
         assert all(q["page"] in pages for q in answer["quotes"])
+        # a question about the whole document: its outline, quoted (no word of it needed)
+        assert main(["ask", "--doc", "annual_report.pdf", "--no-model", "--json",
+                     "Give me an overview"]) == 0
+        overview = json.loads(capsys.readouterr().out)
+        assert not overview["refused"] and overview["quotes"]
+        assert overview["answer"].startswith("annual_report.pdf: ")
+        assert overview["stats"]["overview"]["quoted"] == len(overview["quotes"])
+
+
+@pytest.mark.parametrize("question, whole", [
+    ("Summarize this report", True), ("Give me an overview", True),
+    ("What is this document about?", True), ("What are the key points?", True),
+    ("What does the filing cover?", True), ("What was the revenue in 2023?", False),
+    ("What does the company sell?", False), ("Which risk factors are listed?", False)])
+def test_a_question_about_the_whole_document_is_told_apart(question, whole):
+    from h3.resources.answers.overview import asks_overview
+
+    assert asks_overview(question) is whole
+
+
+def test_the_overview_answer_is_the_outline_and_the_largest_sections_openings_quoted():
+    from h3.resources.answers.overview import overview_answer
+    from h3.resources.navigation.store import DocumentTree
+
+    rows = _rows([(1, "Contents\nItem 1. Business . . . . . . . . . 2"), *FILING[1:]], tokens=400)
+    for r in rows:
+        r["bbox"] = [10.0, 20.0, 30.0, 40.0]
+    tree = DocumentTree("d1", "/in/filing.pdf", build_tree("d1", rows), rows, stored=True)
+    answer = overview_answer("Summarize this report", tree, k=3)
+    top = [s for s in tree.sections if s.level == 1]
+    assert answer.text.startswith(f"filing.pdf: {len(top)} section(s): ")
+    assert all(f"{s.title} (p{s.pages})" in answer.text for s in top)
+    assert len(answer.quotes) == 3 and not answer.refused
+    by_text = {r["text"]: r for r in rows}
+    for q in answer.quotes:  # each quote is its chunk's words, on its page, with its box
+        chunk = next(t for t in by_text if q["text"] in " ".join(t.split()))
+        assert q["page"] == by_text[chunk]["page"] and q["bbox"] == [10.0, 20.0, 30.0, 40.0]
+    assert [q["page"] for q in answer.quotes] == sorted(q["page"] for q in answer.quotes)
+    assert all(". . . . ." not in q["text"] for q in answer.quotes)  # no contents entry
 
 
 def test_keys_navigation_branch_sections_tokens_and_share_size_the_branch(tmp_path, monkeypatch):

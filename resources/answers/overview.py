@@ -1,0 +1,76 @@
+"""`h3 ask --doc` for a question about the whole document ("Summarize this report", "What is
+this document about?", "Give me an overview"): the document's outline, quoted.
+
+Such a question names no content the document holds, so word-matched quotes answer it only by
+chance (a page that happens to say "document"), and a question without a content word was
+refused. Its answer is the document's own structure instead: the top sections' titles with
+their pages, in reading order, and as quotes the opening key line (resources/navigation/
+summaries.key_line) of the largest sections, each with its page and box (a table of
+contents is no section's opening: its entries say where, not what). Nothing is generated:
+every word is the document's, so the model is not asked.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from h3.ontology.answer import Answer
+from h3.resources.answers.extractive import contents_entry
+from h3.resources.navigation.store import DocumentTree
+from h3.resources.navigation.summaries import key_line
+from h3.resources.navigation.tree import parts_of, top_sections
+
+OVERVIEW_QUOTES = 5  # the largest sections' opening lines quoted
+TITLES_SHOWN = 12  # section titles in the answer at most (then "and N more")
+
+_DOCUMENT = r"(?:document|report|file|paper|filing|pdf|text|book|manual|contract|article)"
+# whole-document asks (English); a question about something *in* the document goes to navigation
+_OVERVIEW = re.compile(
+    r"\b(?:summari[sz]e|summary|overview|outline|gist|tl;?dr|synopsis)\b"
+    r"|\b(?:main|key)\s+(?:points?|topics?|ideas?|takeaways?|themes?|sections?)\b"
+    rf"|\bwhat\s+(?:is|'s)\s+(?:this|the)\s+{_DOCUMENT}\s+about\b"
+    rf"|\bwhat\s+does\s+(?:this|the)\s+{_DOCUMENT}\s+(?:cover|say|discuss|contain|describe)\b",
+    re.IGNORECASE)
+
+
+def asks_overview(question: str) -> bool:
+    """Whether `question` asks about the whole document rather than something in it."""
+    return bool(_OVERVIEW.search(question))
+
+
+def overview_answer(question: str, tree: DocumentTree, k: int = OVERVIEW_QUOTES) -> Answer:
+    """The outline answer (module docstring) of the document `tree` holds."""
+    sections = top_sections(tree.sections)
+    if len(sections) <= 1:  # no headings found: the parts (~1.2K tokens each) outline it
+        sections = parts_of(tree.sections) or sections
+    name = Path(tree.source or tree.doc_id).name
+    rows = {r["chunk_id"]: r for r in tree.chunks}
+    titles = [f"{s.title} (p{s.pages})" for s in sections[:TITLES_SHOWN]]
+    more = len(sections) - len(titles)
+    text = f"{name}: {len(sections)} section(s): " + "; ".join(titles) \
+        + (f"; and {more} more" if more > 0 else "")
+    opening = {}  # each section's first chunk with a key line that is no contents entry
+    for s in sections:
+        row = next((rows[c] for c in s.chunk_ids if c in rows and key_line(rows[c])
+                    and not contents_entry(key_line(rows[c]))), None)
+        if row is not None:
+            opening[s.section_id] = row
+    largest = sorted(sorted((s for s in sections if s.section_id in opening),
+                            key=lambda s: -s.tokens)[:k],
+                     key=lambda s: (s.page_start, s.section_id))
+    quotes, evidence = [], []
+    for section in largest:
+        row = opening[section.section_id]
+        hit = {"doc_id": tree.doc_id, "source": tree.source, "page": int(row["page"]),
+               "bbox": list(row.get("bbox") or []), "kind": "text", "text": row["text"],
+               "score": 0.0, "via": "outline"}
+        evidence.append(hit)
+        quotes.append({"text": key_line(row), "doc_id": tree.doc_id, "source": tree.source,
+                       "page": hit["page"], "bbox": hit["bbox"], "kind": "sentence",
+                       "section": section.title})
+    answer = Answer(question, text, quotes=quotes, evidence=evidence)
+    answer.stats["overview"] = {"sections": len(sections), "quoted": len(quotes),
+                                "note": "the document's outline and its largest sections' "
+                                        "opening lines, quoted (nothing generated)"}
+    return answer
