@@ -20,6 +20,7 @@ from h3.resources.answers.extractive import contents_entry
 from h3.resources.navigation.store import DocumentTree
 from h3.resources.navigation.summaries import key_line
 from h3.resources.navigation.tree import parts_of, top_sections
+from h3.resources.recall.text import word_stems
 
 OVERVIEW_QUOTES = 5  # the largest sections' opening lines quoted
 TITLES_SHOWN = 12  # section titles in the answer at most (then "and N more")
@@ -34,9 +35,23 @@ _OVERVIEW = re.compile(
     re.IGNORECASE)
 
 
+# the words a whole-document ask is made of: any other content word names something in the
+# document ("Summarise the risk factors": navigate to them)
+_ASK_WORDS = frozenset(
+    "summarise summarize summary summaries overview outline gist tl dr tldr synopsis main key "
+    "points point topics topic ideas idea takeaways takeaway themes theme sections section "
+    "give provide brief short quick please about cover covers say says discuss discusses "
+    "contain contains describe describes whole entire "
+    "document report file paper filing pdf text book manual contract article".split())
+
+
 def asks_overview(question: str) -> bool:
-    """Whether `question` asks about the whole document rather than something in it."""
-    return bool(_OVERVIEW.search(question))
+    """Whether `question` asks about the whole document rather than something in it: an
+    overview phrase and no other content word."""
+    if not _OVERVIEW.search(question):
+        return False
+    words = {w for forms in word_stems(question).values() for w in forms}
+    return all(w.lower() in _ASK_WORDS for w in words)
 
 
 def overview_answer(question: str, tree: DocumentTree, k: int = OVERVIEW_QUOTES) -> Answer:

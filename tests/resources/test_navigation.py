@@ -173,7 +173,8 @@ def test_outline_and_ask_doc_over_an_ingested_store(ingested_sample, capsys):
     ("Summarize this report", True), ("Give me an overview", True),
     ("What is this document about?", True), ("What are the key points?", True),
     ("What does the filing cover?", True), ("What was the revenue in 2023?", False),
-    ("What does the company sell?", False), ("Which risk factors are listed?", False)])
+    ("What does the company sell?", False), ("Which risk factors are listed?", False),
+    ("Summarise the risk factors.", False), ("Give me a brief summary of the document", True)])
 def test_a_question_about_the_whole_document_is_told_apart(question, whole):
     from h3.resources.answers.overview import asks_overview
 
