@@ -1,9 +1,10 @@
 """`h3 ask --doc` for a question about the whole document ("Summarize this report", "What is
 this document about?", "Give me an overview"): the document's outline, quoted.
 
-Such a question names no content the document holds, so word-matched quotes answer it only by
-chance (a page that happens to say "document"), and a question without a content word was
-refused. Its answer is the document's own structure instead: the top sections' titles with
+Such a question (an overview phrase and no other content word: `asks_overview`; "Summarise
+the risk factors" names a part and navigates to it) names nothing the document holds, so
+word-matched quotes answer it only by chance (a page that happens to say "document"), and a
+question without a content word was refused. Its answer is the document's own structure instead: the top sections' titles with
 their pages, in reading order, and as quotes the opening key line (resources/navigation/
 summaries.key_line) of the largest sections, each with its page and box (a table of
 contents is no section's opening: its entries say where, not what). Nothing is generated:
