@@ -140,7 +140,7 @@ class H3RuntimeResource(ConfigurableResource):
         (`generated`) is kept only when every figure and name it states is in that evidence;
         a question the store cannot answer comes back `refused` with a `reason`. `model=False`
         answers with quotes only (the model never loads). Raises ValueError for an empty
-        question, LookupError for a `doc_id` that is not stored."""
+        question or k < 1, LookupError for a `doc_id` that is not stored."""
         from h3.resources.answers import ask
         from h3.resources.store.resource import open_store
 

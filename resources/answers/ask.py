@@ -135,9 +135,11 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
     `doc_id` may be the content id, the document's partition key (`report.pdf-<doc_id>`) or,
     navigated, its file name.
     `runtime` opens the model when called (None: extractive only, the model never loads).
-    Raises ValueError for an empty question, LookupError for a document not stored."""
+    Raises ValueError for an empty question or k < 1, LookupError for a document not stored."""
     if not question.strip():
         raise ValueError("the question is empty")
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
     branch = None
     if doc_id and navigate:
         from h3.resources.navigation.answer import navigated_evidence

@@ -136,9 +136,12 @@ def recall(store: DocumentStore, queries: Sequence[str], k: int = 5, mode: str =
            ctx: RecallContext | None = None) -> list[dict]:
     """One result per query, in order: {"query", "intent", "latency_ms", "hits": [...]}.
 
-    Never returns rows of documents whose ingestion has not completed (status != ok)."""
+    Never returns rows of documents whose ingestion has not completed (status != ok). Raises
+    ValueError for an unknown mode or k < 1."""
     if mode not in MODES:
         raise ValueError(f"unknown recall mode {mode!r}; allowed: {', '.join(MODES)}")
+    if k < 1:  # (the CLI says so first; the Python API reached an IndexError)
+        raise ValueError(f"k must be >= 1, got {k}")
     _load_intents()
     if mode != "auto" and mode not in INTENTS:
         raise ValueError(f"recall mode {mode!r} is not available (no handler registered); "

@@ -30,7 +30,7 @@ class DocumentStoreResource(ConfigurableResource):
     def recall(self, query: str, k: int = 5, mode: str = "auto") -> list[Hit]:
         """The `k` best hits for `query` (mode: auto, text, structure, relation or documents, as
         `h3 recall --mode`), best first: each with doc_id, source, page, bbox, kind, text,
-        score and via. Raises ValueError for an unknown mode."""
+        score and via. Raises ValueError for an unknown mode or k < 1."""
         from h3.resources.recall import recall
 
         return [hit_of(h) for h in recall(self.get_store(), [query], k=k, mode=mode)[0]["hits"]]

@@ -161,6 +161,10 @@ def test_the_public_api_recalls_and_asks(home):
     assert refused.refused and "Tesla" in refused.reason
     with pytest.raises(LookupError, match="0000000000000000"):
         H3RuntimeResource().ask("anything", doc_id="0000000000000000", model=False)
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):  # (an IndexError before)
+        DocumentStoreResource().recall("total revenue", k=0)
+    with pytest.raises(ValueError, match="k must be >= 1, got 0"):
+        H3RuntimeResource().ask("What was the total revenue in 2023?", k=0, model=False)
 
 
 def test_index_build_with_kv_prefills_so_the_first_doc_ask_loads_it(home, tmp_path, capsys):
