@@ -14,16 +14,16 @@ from h3.pipelines.cli.output import CliError, emit
 def add_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("delete", help="remove documents and everything derived from them")
     d.add_argument("targets", nargs="+", metavar="DOC_ID|PATH",
-                   help="a document id (see `h3 list`), a PDF path, or a folder (every document "
-                        "registered under it)")
+                   help="a document id (see `h3 list`), a PDF path, a folder (every document "
+                        "registered under it), or a file name one stored file has")
     d.add_argument("--json", action="store_true", help="machine-readable output on stdout")
 
 
 def resolve_targets(rows: list[dict], targets: list[str]) -> tuple[list[str], list[str]]:
     """(doc_ids to delete, targets that match no document) among the store's documents rows
     (doc_id, source). A target is a doc_id, a partition key as the UI shows it
-    (`report.pdf-<doc_id>`), a file path (every version registered for it) or a folder (every
-    document registered under it)."""
+    (`report.pdf-<doc_id>`), a file path (every version registered for it), a folder (every
+    document registered under it) or a bare file name that one stored file has."""
     ids: list[str] = []
     unknown: list[str] = []
     for target in targets:
@@ -34,6 +34,14 @@ def resolve_targets(rows: list[dict], targets: list[str]) -> tuple[list[str], li
             path = str(Path(target).resolve())
             found = [r["doc_id"] for r in rows if r.get("source") == path
                      or (r.get("source") or "").startswith(path.rstrip("/") + "/")]
+            if not found and Path(target).name == target:  # a bare file name, as `h3 list` and
+                # `h3 ask --doc` show it: only where one stored file has it (deleting is final)
+                named = {r.get("source") for r in rows if Path(r.get("source") or "").name == target}
+                if len(named) > 1:
+                    unknown.append(f"{target} (the name of {len(named)} stored files: give the "
+                                   "path or the doc id)")
+                    continue
+                found = [r["doc_id"] for r in rows if r.get("source") in named]
         if not found:
             unknown.append(target)
         ids += [d for d in found if d not in ids]

@@ -48,6 +48,11 @@ def test_delete_resolves_ids_paths_and_folders_and_refuses_unknown(h3_home, tmp_
     assert resolve_targets(rows, [str(tmp_path / "in")]) == (["a" * 16, "b" * 16], [])
     assert resolve_targets(rows, [str(tmp_path / "in" / "sub" / "y.pdf"), "nope.pdf"]) == (
         ["b" * 16], ["nope.pdf"])
+    # a bare file name, as `h3 ask --doc` takes it: only where one stored file has it
+    assert resolve_targets(rows, ["y.pdf"]) == (["b" * 16], [])
+    twice = rows + [{"doc_id": "d" * 16, "source": str(tmp_path / "in" / "sub" / "x.pdf")}]
+    assert resolve_targets(twice, ["x.pdf"]) == (
+        [], ["x.pdf (the name of 2 stored files: give the path or the doc id)"])
     assert main(["delete", "f" * 16]) == 2  # nothing registered: a one-line error, exit 2
     assert "no document with this id or path" in capsys.readouterr().err
 
