@@ -16,9 +16,10 @@ about "capital expenditure" and the row "Purchases of property and equipment": M
 the usual names of financial-statement line items). A table row also matches the words of its
 table's title, at half weight (the title is every row's). A question asking for a figure (a
 metric, an amount) scores a candidate without one (a headline; a date is no figure) at half.
-A table-of-contents entry (a dot leader to a page number) scores at TOC_SHARE: it names what the question asks
-about and answers nothing. An all-capital word of the question also matches the words it abbreviates ("CEO", "Chief
-Executive Officer"). The hit's own recall rank breaks near ties.
+A table-of-contents entry (a dot leader to a page number) scores at TOC_SHARE: it names what
+the question asks about and answers nothing. An all-capital word of the question also matches
+the words it abbreviates ("CEO", "Chief Executive Officer"). The hit's own recall rank breaks
+near ties.
 """
 
 from __future__ import annotations

@@ -4,11 +4,11 @@ this document about?", "Give me an overview"): the document's outline, quoted.
 Such a question (an overview phrase and no other content word: `asks_overview`; "Summarise
 the risk factors" names a part and navigates to it) names nothing the document holds, so
 word-matched quotes answer it only by chance (a page that happens to say "document"), and a
-question without a content word was refused. Its answer is the document's own structure instead: the top sections' titles with
-their pages, in reading order, and as quotes the opening key line (resources/navigation/
-summaries.key_line) of the largest sections, each with its page and box (a table of
-contents is no section's opening: its entries say where, not what). Nothing is generated:
-every word is the document's, so the model is not asked.
+question without a content word was refused. Its answer is the document's own structure
+instead: the top sections' titles with their pages, in reading order, and as quotes the opening
+key line (resources/navigation/summaries.key_line) of the largest sections, each with its page
+and box (a table of contents is no section's opening: its entries say where, not what).
+Nothing is generated: every word is the document's, so the model is not asked.
 """
 
 from __future__ import annotations
@@ -26,7 +26,9 @@ from h3.resources.recall.text import word_stems
 OVERVIEW_QUOTES = 5  # the largest sections' opening lines quoted
 TITLES_SHOWN = 12  # section titles in the answer at most (then "and N more")
 
-_DOCUMENT = r"(?:document|report|file|paper|filing|pdf|text|book|manual|contract|article)"
+DOCUMENT_NOUNS = ("document", "report", "file", "paper", "filing", "pdf", "text", "book",
+                  "manual", "contract", "article")
+_DOCUMENT = "(?:" + "|".join(DOCUMENT_NOUNS) + ")"
 # whole-document asks (English); a question about something *in* the document goes to navigation
 _OVERVIEW = re.compile(
     r"\b(?:summari[sz]e|summary|overview|outline|gist|tl;?dr|synopsis)\b"
@@ -42,8 +44,7 @@ _ASK_WORDS = frozenset(
     "summarise summarize summary summaries overview outline gist tl dr tldr synopsis main key "
     "points point topics topic ideas idea takeaways takeaway themes theme sections section "
     "give provide brief short quick please about cover covers say says discuss discusses "
-    "contain contains describe describes whole entire "
-    "document report file paper filing pdf text book manual contract article".split())
+    "contain contains describe describes whole entire".split()) | set(DOCUMENT_NOUNS)
 
 
 def asks_overview(question: str) -> bool:
