@@ -36,7 +36,8 @@ def resolve_targets(rows: list[dict], targets: list[str]) -> tuple[list[str], li
                      or (r.get("source") or "").startswith(path.rstrip("/") + "/")]
             if not found and Path(target).name == target:  # a bare file name, as `h3 list` and
                 # `h3 ask --doc` show it: only where one stored file has it (deleting is final)
-                named = {r.get("source") for r in rows if Path(r.get("source") or "").name == target}
+                named = {r.get("source") for r in rows
+                         if Path(r.get("source") or "").name == target}
                 if len(named) > 1:
                     unknown.append(f"{target} (the name of {len(named)} stored files: give the "
                                    "path or the doc id)")
