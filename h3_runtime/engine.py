@@ -198,8 +198,9 @@ class H3Engine:
                             eos_ids=(eos,) if isinstance(eos, int) else (), forward=forward,
                             step_seconds=self.decode_step_seconds)
         t2 = time.perf_counter()
-        self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1, "decode_tokens": max(len(new) - 1, 0),
-                        "prompt_tokens": ids.shape[1], "prefill_tokens_computed": ids.shape[1] - done}
+        self.timings = {"prefill_s": t1 - t0, "decode_s": t2 - t1,
+                        "decode_tokens": max(len(new) - 1, 0), "prompt_tokens": ids.shape[1],
+                        "prefill_tokens_computed": ids.shape[1] - done}
         self.hot_peak_bytes = max(self.hot_peak_bytes, cache.pool.peak_bytes)
         if return_ids:
             return new

@@ -100,7 +100,7 @@ def load_corpus(home: Path, docs: int, per_doc: int,
         raise FileNotFoundError(f"{home}: no document store (no lancedb folder): ingest a corpus "
                                 "there first (H3_HOME=... h3 index-build --path ...)")
     db = lancedb.connect(str(home / "lancedb"))
-    if "documents" not in db.table_names() or "chunks" not in db.table_names():
+    if not {"documents", "chunks"} <= set(db.table_names()):
         raise FileNotFoundError(f"{home / 'lancedb'}: no documents stored")
     documents = db.open_table("documents").search().select(["doc_id", "source", "status"]) \
         .limit(100_000).to_list()

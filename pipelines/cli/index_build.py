@@ -166,8 +166,9 @@ def precompute_kv(store, instance, doc_ids: list[str], files_of: dict[str, str],
     ok = set(store.ok_doc_ids())
     stored = {r["doc_id"] for r in store.rows(KV_BLOCKS.name, f"format_version = {KV_FORMAT}",
                                                ["doc_id"])}
-    todo = [d for d in dict.fromkeys(doc_ids) if d in ok and d not in stored]
-    already = sum(d in ok and d in stored for d in dict.fromkeys(doc_ids))
+    candidates = [d for d in dict.fromkeys(doc_ids) if d in ok]
+    todo = [d for d in candidates if d not in stored]
+    already = len(candidates) - len(todo)
     job = defs.resolve_job_def("precompute_kv")
     run_ids, failed = [], 0
     for batch in contiguous_batches(instance, todo, max(1, batch_size)):

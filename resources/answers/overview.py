@@ -67,23 +67,25 @@ def overview_answer(question: str, tree: DocumentTree, k: int = OVERVIEW_QUOTES)
     more = len(sections) - len(titles)
     text = f"{name}: {len(sections)} section(s): " + "; ".join(titles) \
         + (f"; and {more} more" if more > 0 else "")
-    opening = {}  # each section's first chunk with a key line that is no contents entry
+    # section id -> (its first chunk whose key line is no contents entry, that line)
+    opening = {}
     for s in sections:
-        row = next((rows[c] for c in s.chunk_ids if c in rows and key_line(rows[c])
-                    and not contents_entry(key_line(rows[c]))), None)
-        if row is not None:
-            opening[s.section_id] = row
+        lines = ((rows[c], key_line(rows[c])) for c in s.chunk_ids if c in rows)
+        first = next(((row, line) for row, line in lines if line and not contents_entry(line)),
+                     None)
+        if first is not None:
+            opening[s.section_id] = first
     largest = sorted(sorted((s for s in sections if s.section_id in opening),
                             key=lambda s: -s.tokens)[:k],
                      key=lambda s: (s.page_start, s.section_id))
     quotes, evidence = [], []
     for section in largest:
-        row = opening[section.section_id]
+        row, line = opening[section.section_id]
         hit = {"doc_id": tree.doc_id, "source": tree.source, "page": int(row["page"]),
                "bbox": list(row.get("bbox") or []), "kind": "text", "text": row["text"],
                "score": 0.0, "via": "outline"}
         evidence.append(hit)
-        quotes.append({"text": key_line(row), "doc_id": tree.doc_id, "source": tree.source,
+        quotes.append({"text": line, "doc_id": tree.doc_id, "source": tree.source,
                        "page": hit["page"], "bbox": hit["bbox"], "kind": "sentence",
                        "section": section.title})
     answer = Answer(question, text, quotes=quotes, evidence=evidence)
