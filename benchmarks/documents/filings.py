@@ -385,7 +385,9 @@ class ProjectedStore:
 
     def text_search(self, table, query, k, where=None, columns=None):
         rows = self._store.text_search(table, query, k, where=where, columns=columns)
-        return [{**r, "vector": self._vectors[self._by_chunk[r["chunk_id"]]]} for r in rows]
+        # (a search for some columns, the corpus-mention lookup's doc_id and text, has no vector)
+        return [{**r, "vector": self._vectors[self._by_chunk[r["chunk_id"]]]}
+                if "chunk_id" in r else r for r in rows]
 
 
 def _pca(x: np.ndarray, dim: int, search: bool = True) -> Callable[[np.ndarray], np.ndarray]:
