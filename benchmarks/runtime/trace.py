@@ -116,17 +116,28 @@ def load_corpus(home: Path, docs: int, per_doc: int,
     for r in rows:
         if r["doc_id"] in source:
             by_doc.setdefault(r["doc_id"], []).append(r)
+
+    def usable(doc: str) -> list[dict]:
+        """The document's first `per_doc` usable chunks, in reading order."""
+        kept = []
+        for r in sorted(by_doc[doc], key=lambda r: int(r["chunk_id"].rsplit(":c", 1)[-1])):
+            if len(kept) == per_doc:
+                break
+            if MIN_TOKENS <= r["token_count"] <= MAX_TOKENS and (fits is None or fits(r)):
+                kept.append(r)
+        return kept
+
     out: dict[str, list[Unit]] = {"tune": [], "check": []}
     for half in out:
-        # whole filings of the half's companies, in a fixed order (hash of doc id)
-        chosen = sorted(d for d in by_doc if split[company_key(source[d])] == half)[:docs]
-        for doc in chosen:
-            ordered = sorted(by_doc[doc], key=lambda r: int(r["chunk_id"].rsplit(":c", 1)[-1]))
-            kept = []
-            for r in ordered:
-                if len(kept) < per_doc and MIN_TOKENS <= r["token_count"] <= MAX_TOKENS \
-                        and (fits is None or fits(r)):
-                    kept.append(r)
+        # whole filings of the half's companies, in a fixed order (hash of doc id): those with
+        # `per_doc` usable chunks first, so that a half's corpus does not shrink to a few dozen
+        # chunks when an 8-K or a release sorts first (the halves' sizes stay comparable);
+        # shorter ones only where too few documents have them (a store of short files)
+        ordered_docs = sorted(d for d in by_doc if split[company_key(source[d])] == half)
+        kept_of = {d: usable(d) for d in ordered_docs}
+        chosen = sorted(ordered_docs, key=lambda d: len(kept_of[d]) < per_doc)[:docs]
+        for doc in sorted(chosen):
+            kept = kept_of[doc]
             for i, r in enumerate(kept):
                 v = np.asarray(r["vector"], dtype=np.float32)
                 out[half].append(Unit(r["chunk_id"], doc, i, int(r["page"]), r["text"],

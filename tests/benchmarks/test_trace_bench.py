@@ -81,6 +81,33 @@ def test_a_home_without_a_store_is_an_error_naming_it(tmp_path):
         load_corpus(tmp_path / "empty", 2, 4)
 
 
+def _store(home: Path, chunks_of: dict[str, int]) -> None:
+    """A LanceDB store of documents (file name -> chunk count) whose chunks all fit a unit."""
+    import lancedb
+
+    db = lancedb.connect(str(home / "lancedb"))
+    db.create_table("documents", [{"doc_id": f"id{i}", "source": f"pdfs/{name}", "status": "ok"}
+                                  for i, name in enumerate(chunks_of)])
+    rng = np.random.default_rng(0)
+    db.create_table("chunks", [
+        {"doc_id": f"id{i}", "chunk_id": f"id{i}:c{c}", "page": 1, "text": "figures",
+         "fts_text": "", "section": "", "token_count": 120,
+         "vector": rng.normal(size=8).astype(np.float32).tolist()}
+        for i, n in enumerate(chunks_of.values()) for c in range(n)])
+
+
+def test_each_half_takes_documents_with_a_full_share_of_chunks_first(tmp_path):
+    # the companies alternate tune / check alphabetically: AAA, CCC tune; BBB, DDD check. A
+    # short file (an 8-K's few chunks) sorting first must not shrink its half's corpus
+    _store(tmp_path, {"AAA_2023_8K.pdf": 3, "AAA_2022_10K.pdf": 10, "CCC_2021_10K.pdf": 10,
+                      "BBB_2022_10K.pdf": 10, "DDD_2022_10K.pdf": 2})
+    halves = load_corpus(tmp_path, 2, 10)
+    assert len(halves["tune"]) == 20
+    assert {u.doc for u in halves["tune"]} == {"id1", "id2"}
+    # where too few documents have a full share, the shorter ones are used
+    assert len(halves["check"]) == 12
+
+
 def test_unknown_kind_is_an_error_naming_it():
     with pytest.raises(ValueError, match="spiral"):
         make_trace("spiral", corpus(), 4)
