@@ -148,7 +148,7 @@ def _head_key(text: str) -> str:
 _NUMBER = re.compile(r"[$(]?[\d.,%)]+")
 
 
-def _heading_like(text: str) -> bool:
+def heading_like(text: str) -> bool:
     """A short line that reads as a heading ("Item 7. Management's Discussion", "5. Balance
     Sheet Components"), not a label, a sentence or a row of figures ("(in thousands)", "Other
     data:", "None.", "Years ended December 31, 2022 2021 2020")."""
@@ -177,7 +177,7 @@ def page_headings(regions: list[RegionRecord]) -> dict[str, str]:
     for r in heads:
         on = len(pages_of[_head_key(r.text)])
         if on < RUNNING_HEAD_PAGES and on < n_pages:
-            kinds[r.region_id] = "title" if _heading_like(r.text.strip()) else "text"
+            kinds[r.region_id] = "title" if heading_like(r.text.strip()) else "text"
     return kinds
 
 
@@ -222,7 +222,7 @@ def build_chunks(doc_id: str, regions: list[RegionRecord], count: Callable[[str]
             # a text block the layout model's table box covered but no grid took in: a
             # statement's title, its column periods, a note under it (269 of the 903 table
             # regions of the nine FinanceBench 10-Ks), each of which was a "table" chunk alone
-            region = replace(region, kind="title" if _heading_like(text) else "text")
+            region = replace(region, kind="title" if heading_like(text) else "text")
         if region.page != last_page:
             flush()
             last_page = region.page
