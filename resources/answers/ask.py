@@ -140,7 +140,7 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
         raise ValueError("the question is empty")
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    branch = None
+    branch, off_period = None, frozenset()
     if doc_id and navigate:
         from h3.resources.navigation.answer import navigated_evidence
 
@@ -156,6 +156,7 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
 
         recalled = recall(db, [question], k=k)[0]
         evidence = recalled["hits"]
+        off_period = frozenset((recalled.get("routing") or {}).get("off_period") or ())
         reason = refusal_reason(recalled)
         if reason:
             return Answer(question, "", refused=True, reason=reason, evidence=evidence)
@@ -168,7 +169,7 @@ def ask(question: str, db: DocumentStore, *, doc_id: str | None = None, k: int =
             return Answer(question, "", refused=True, reason=reason, evidence=evidence[:k])
     if branch is not None and asks_overview(question):  # the whole document: its outline
         return overview_answer(question, tree)
-    quotes = extract(question, evidence)
+    quotes = extract(question, evidence, off_period=off_period)
     if not quotes:
         return Answer(question, "", refused=True, reason=NO_WORDS,
                       evidence=evidence[:k] if doc_id else evidence)

@@ -44,6 +44,11 @@ LINE_ITEM_BONUS = 0.25  # a table row reporting the metric the question names in
 # First Quarter Results" made each comparable-sales row of its table outrank the net sales
 # sentence a question about first-quarter net sales asked for)
 CONTEXT_SHARE = 0.5
+# A candidate from a filing that cannot report the year the question names (recall's
+# `off_period`: an FY2022 10-K for an FY2015 question) keeps this share of its score unless its
+# own text names that year: the same line item of another year is the wrong figure, however
+# well its words match (the same share as a contents entry's: quoted only when nothing else is)
+OFF_PERIOD_SHARE = 0.3
 # A table-of-contents entry ("3.2.2 Built-in global variables . . . . . . 11") holds a heading's
 # words and points at the page that answers: it keeps this share of its score, so the passage
 # under that heading, when recalled too, is quoted first. An entry: a dot leader (five dots or
@@ -352,8 +357,10 @@ def acronym_forms(question: str) -> dict[str, re.Pattern]:
     return out
 
 
-def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, Candidate]]:
-    """(score, candidate), best first; 0 for a candidate sharing no content word."""
+def score_candidates(question: str, pool: list[Candidate],
+                     off_period: frozenset[str] = frozenset()) -> list[tuple[float, Candidate]]:
+    """(score, candidate), best first; 0 for a candidate sharing no content word. `off_period`:
+    the doc ids of filings that cannot report the year the question names (OFF_PERIOD_SHARE)."""
     wanted_words = word_stems(question)
     wanted = set(wanted_words)
     if not pool or not wanted:
@@ -387,6 +394,8 @@ def score_candidates(question: str, pool: list[Candidate]) -> list[tuple[float, 
         share = NO_FIGURE_SHARE if asks_figure and not figures else 1.0
         if contents_entry(cand.text):
             share *= TOC_SHARE
+        if cand.hit.get("doc_id") in off_period and not years & set(_YEAR.findall(cand.text)):
+            share *= OFF_PERIOD_SHARE
         scored.append(((words + bonus) * share, cand))
     scored.sort(key=lambda sc: (-sc[0], sc[1].rank))
     return scored
@@ -404,9 +413,12 @@ def quote(cand: Candidate, wanted: set[str]) -> dict:
             "bbox": list(hit.get("bbox") or []), "kind": cand.kind}
 
 
-def extract(question: str, hits: list[dict], max_quotes: int = MAX_QUOTES) -> list[dict]:
-    """The quotes that answer `question` best, best first (empty: nothing shares a word)."""
-    scored = [sc for sc in score_candidates(question, candidates(hits)) if sc[0] > 0]
+def extract(question: str, hits: list[dict], max_quotes: int = MAX_QUOTES,
+            off_period: frozenset[str] = frozenset()) -> list[dict]:
+    """The quotes that answer `question` best, best first (empty: nothing shares a word).
+    `off_period`: as score_candidates takes it (recall's routing names them)."""
+    scored = [sc for sc in score_candidates(question, candidates(hits), off_period)
+              if sc[0] > 0]
     if not scored:
         return []
     best = scored[0][0]

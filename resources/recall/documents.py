@@ -157,6 +157,9 @@ class Routing:
     # organisations the corpus only mentions that a query naming no stored company is about
     # (`h3 ask` refuses: the evidence would be another company's words about it)
     about: list[str] = field(default_factory=list)
+    # stored documents whose fiscal year cannot report the years the query names
+    # (`off_period_documents`: `h3 ask` quotes them last)
+    off_period: list[str] = field(default_factory=list)
 
 
 def _is_current(profile_json: dict | None) -> bool:
@@ -290,6 +293,26 @@ def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) 
     if period.startswith("Q") or profile.fiscal_year != max(years):
         return 0.5
     return 1.0
+
+
+# A filing reports its own fiscal year beside up to two earlier ones (an income statement's
+# three columns): a later filing's may hold a named year's figures, an earlier one's cannot.
+COMPARATIVE_YEARS = 2
+
+
+def off_period_documents(ctx: RecallContext, query: str, doc_ids: list[str]) -> list[str]:
+    """Of `doc_ids`, those whose profiled fiscal year cannot report the years the query names
+    (its quarters' years included): before the earliest, or more than COMPARATIVE_YEARS after
+    the latest. A document whose year is unknown is never off period; a query that names no
+    year has none."""
+    years = query_years(query) | {int(q.split()[1]) for q in query_quarters(query) if " " in q}
+    if not years:
+        return []
+    profiles = document_profiles(ctx)
+    first, last = min(years), max(years) + COMPARATIVE_YEARS
+    return [d for d in dict.fromkeys(doc_ids)
+            if (p := profiles.get(d)) is not None and p.fiscal_year is not None
+            and not first <= p.fiscal_year <= last]
 
 
 def _spelled_out(word: str, query: str) -> bool:
@@ -455,6 +478,7 @@ def route(ctx: RecallContext, query: str) -> Routing:
             note = _mentioned_note(mentioned[0], "all documents")
         result = Routing(_best_first(scores) or None, scores, "period" if scores else "all",
                          note, absent=absent, mentioned=mentioned, about=about)
+    result.off_period = off_period_documents(ctx, query, sorted(ctx.ok_doc_ids))
     ctx.cache[cache_key] = result
     return result
 

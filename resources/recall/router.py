@@ -177,6 +177,10 @@ def recall(store: DocumentStore, queries: Sequence[str], k: int = 5, mode: str =
             for names in ("absent", "mentioned", "about"):  # what `h3 ask` checks against
                 if getattr(routing, names):
                     result["routing"][names] = list(getattr(routing, names))
+            # the hits' filings that cannot report the year asked about (`h3 ask` quotes them last)
+            shown = {h.doc_id for h in hits}
+            if off := [d for d in routing.off_period if d in shown]:
+                result["routing"]["off_period"] = off
             if routing.note:
                 result["note"] = routing.note
         if notes := ctx.notes_for(query):  # what recall could not read, and worked around

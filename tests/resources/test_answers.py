@@ -104,6 +104,29 @@ def test_the_passage_is_quoted_before_the_table_of_contents_entry_naming_it():
     assert extract("What were net sales?", [contents, older])[0]["text"].startswith("Net sales")
 
 
+def _cash_flows(figure: str, earlier: str) -> str:
+    """A statement laid out one cell a line, its column years apart from the rows."""
+    return ("CONSOLIDATED STATEMENTS OF CASH FLOWS\n(In thousands)\nNet income........ $\n"
+            f"629,551\n$\n268,395\nNet cash provided by operating activities........ $\n"
+            f"{figure}\n$\n{earlier}\nCash flows from investing activities:")
+
+
+def test_a_filing_that_cannot_report_the_year_asked_about_is_quoted_last():
+    # both filings' rows match the question's words alike and the later one is recalled
+    # first, but an FY2019 question wants the FY2019 filing's figure ("d0")
+    later = {**hit(_cash_flows("7,838", "7,230"), 57, 0.9), "doc_id": "d9"}
+    own = {**hit(_cash_flows("1,469,502", "1,287,482"), 63, 0.5), "doc_id": "d0"}
+    question = "What is the FY2019 operating cash flow (cash from operations) for Acme?"
+    assert "7,838" in extract(question, [later, own])[0]["text"]  # recall says nothing: as before
+    quotes = extract(question, [later, own], off_period=frozenset({"d9"}))
+    assert "1,469,502" in quotes[0]["text"] and quotes[0]["page"] == 63
+    assert all(q["page"] == 63 for q in quotes)
+    # a row of the later filing that names the year (a five-year table) is not demoted
+    table = {**hit("Net cash provided by operating activities: 2019 1,469,502; 2018 1,287,482",
+                   58, 0.9), "doc_id": "d9"}
+    assert extract(question, [table, own], off_period=frozenset({"d9"}))[0]["page"] == 58
+
+
 def test_no_shared_word_no_quote():
     assert extract("Who painted the ceiling?", [hit(PROSE, 61)]) == []
 

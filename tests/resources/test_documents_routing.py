@@ -10,6 +10,7 @@ from h3.resources.nlp.issuer import DocumentProfile
 from h3.resources.recall.documents import (
     ABSENT_COMPANY_NOTE,
     named_forms,
+    off_period_documents,
     route,
     unknown_company,
 )
@@ -336,3 +337,22 @@ def test_an_organisation_only_other_filings_mention_is_what_the_question_is_abou
     # named beside a stored company, it is that company's counterparty: answered
     beside = route(ctx, "How much did Northwind Trading sell to Samsung Display in 2024?")
     assert beside.about == [] and beside.doc_ids[0] == "d2" and beside.note is None, beside
+
+
+def test_a_filing_that_cannot_report_the_named_year_is_off_period(tmp_path):
+    ctx = _context(tmp_path)
+    old = DocumentProfile("Northwind Trading Holdings, Inc.", ("Northwind Trading",), "NWTH",
+                          "10-K", 2019, "FY2019")
+    ctx.store.upsert_document({"doc_id": "d0", "source": "/x/d0.pdf", "status": "ok",
+                               "pages": 30, "metadata_json": json.dumps({"profile": old.to_json()})})
+    ctx.ok_doc_ids.add("d0")
+    docs = ["d0", "d1", "d2", "d3"]
+    # an FY2019 question: the FY2023 / FY2024 filings (and the 2024 8-K) cannot report it
+    assert off_period_documents(ctx, "Northwind Trading revenue in FY2019?", docs) == [
+        "d1", "d2", "d3"]
+    # an FY2022 one: the FY2023 and FY2024 10-Ks report it beside their own year; the FY2019
+    # one cannot (a filing never reports a later year)
+    assert off_period_documents(ctx, "NWTH revenue FY2022", docs) == ["d0"]
+    assert off_period_documents(ctx, "J&J sales in the second quarter of 2019", docs) == [
+        "d1", "d2", "d3"]
+    assert off_period_documents(ctx, "Northwind Trading revenue", docs) == []  # no year named
