@@ -296,20 +296,22 @@ def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) 
 
 
 # A filing reports its own fiscal year beside up to two earlier ones (an income statement's
-# three columns): a later filing's may hold a named year's figures, an earlier one's cannot.
+# three columns), and its outlook speaks of the next one ("production rates we expect in
+# 2023" in a 2022 10-K): other filings cannot hold a named year's figures.
 COMPARATIVE_YEARS = 2
+OUTLOOK_YEARS = 1
 
 
 def off_period_documents(ctx: RecallContext, query: str, doc_ids: list[str]) -> list[str]:
     """Of `doc_ids`, those whose profiled fiscal year cannot report the years the query names
-    (its quarters' years included): before the earliest, or more than COMPARATIVE_YEARS after
-    the latest. A document whose year is unknown is never off period; a query that names no
-    year has none."""
+    (its quarters' years included): more than OUTLOOK_YEARS before the earliest, or more than
+    COMPARATIVE_YEARS after the latest. A document whose year is unknown is never off period;
+    a query that names no year has none."""
     years = query_years(query) | {int(q.split()[1]) for q in query_quarters(query) if " " in q}
     if not years:
         return []
     profiles = document_profiles(ctx)
-    first, last = min(years), max(years) + COMPARATIVE_YEARS
+    first, last = min(years) - OUTLOOK_YEARS, max(years) + COMPARATIVE_YEARS
     return [d for d in dict.fromkeys(doc_ids)
             if (p := profiles.get(d)) is not None and p.fiscal_year is not None
             and not first <= p.fiscal_year <= last]

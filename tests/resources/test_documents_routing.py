@@ -351,8 +351,10 @@ def test_a_filing_that_cannot_report_the_named_year_is_off_period(tmp_path):
     assert off_period_documents(ctx, "Northwind Trading revenue in FY2019?", docs) == [
         "d1", "d2", "d3"]
     # an FY2022 one: the FY2023 and FY2024 10-Ks report it beside their own year; the FY2019
-    # one cannot (a filing never reports a later year)
+    # one cannot (its outlook reaches FY2020 at most)
     assert off_period_documents(ctx, "NWTH revenue FY2022", docs) == ["d0"]
+    # an FY2020 forecast: the FY2019 10-K's outlook may give it
+    assert "d0" not in off_period_documents(ctx, "NWTH production forecast for FY2020", docs)
     assert off_period_documents(ctx, "J&J sales in the second quarter of 2019", docs) == [
         "d1", "d2", "d3"]
     assert off_period_documents(ctx, "Northwind Trading revenue", docs) == []  # no year named
