@@ -133,11 +133,13 @@ def load_corpus(home: Path, docs: int, per_doc: int,
         # `per_doc` usable chunks first, so that a half's corpus does not shrink to a few dozen
         # chunks when an 8-K or a release sorts first (the halves' sizes stay comparable);
         # shorter ones only where too few documents have them (a store of short files)
-        ordered_docs = sorted(d for d in by_doc if split[company_key(source[d])] == half)
-        kept_of = {d: usable(d) for d in ordered_docs}
-        chosen = sorted(ordered_docs, key=lambda d: len(kept_of[d]) < per_doc)[:docs]
-        for doc in sorted(chosen):
-            kept = kept_of[doc]
+        full, short = [], []
+        for doc in sorted(d for d in by_doc if split[company_key(source[d])] == half):
+            kept = usable(doc)
+            (full if len(kept) == per_doc else short).append((doc, kept))
+            if len(full) == docs:  # (no need to read the rest's chunks)
+                break
+        for doc, kept in sorted((full + short)[:docs]):
             for i, r in enumerate(kept):
                 v = np.asarray(r["vector"], dtype=np.float32)
                 out[half].append(Unit(r["chunk_id"], doc, i, int(r["page"]), r["text"],

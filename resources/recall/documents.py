@@ -275,6 +275,11 @@ def query_forms(query: str) -> set[str]:
     return {form for form, words in _FORM_WORDS if words.search(query)}
 
 
+def named_years(years: set[int], quarters: set[str]) -> set[int]:
+    """The years a query names, its quarters' years ("Q3 2024") included."""
+    return years | {int(q.split()[1]) for q in quarters if " " in q}
+
+
 def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) -> float:
     """How well a document's period fits the one a query names, in [0, 1]: the named quarter
     (or, with no quarter named, the annual filing of the latest fiscal year named) 1.0; another
@@ -284,8 +289,7 @@ def period_match(profile: DocumentProfile, years: set[int], quarters: set[str]) 
         if period in quarters or any(" " not in q and period.startswith(q + " ") and (
                 not years or profile.fiscal_year in years) for q in quarters):
             return 1.0
-        named_years = {int(q.split()[1]) for q in quarters if " " in q} | years
-        return 0.5 if profile.fiscal_year in named_years else 0.0
+        return 0.5 if profile.fiscal_year in named_years(years, quarters) else 0.0
     if profile.fiscal_year not in years:
         return 0.0
     # several years named ("FY2022 compared to FY2021"): the latest year's annual filing
@@ -307,7 +311,7 @@ def off_period_documents(ctx: RecallContext, query: str, doc_ids: list[str]) -> 
     (its quarters' years included): more than OUTLOOK_YEARS before the earliest, or more than
     COMPARATIVE_YEARS after the latest. A document whose year is unknown is never off period;
     a query that names no year has none."""
-    years = query_years(query) | {int(q.split()[1]) for q in query_quarters(query) if " " in q}
+    years = named_years(query_years(query), query_quarters(query))
     if not years:
         return []
     profiles = document_profiles(ctx)
